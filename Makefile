@@ -1,0 +1,28 @@
+# Quick start: `make demo` and `make test` do all set-up themselves.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test typecheck venv clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/chronomem --db "$${CHRONOMEM_DEMO_DB:-$$(mktemp -d)/demo.db}" demo
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+test: $(STAMP)
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -n 2 -q
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info src/*.egg-info

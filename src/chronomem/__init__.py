@@ -1,0 +1,89 @@
+"""chronomem: a local-first, bi-temporal knowledge-graph memory for AI agents.
+
+>>> import chronomem
+>>> mem = chronomem.open(":memory:")
+>>> _ = mem.add_fact("Acme", "ceo", "Alice", valid_from="2020")
+"""
+
+from __future__ import annotations
+
+from ._open import open
+from .errors import (
+    AliasConflictError,
+    CardinalityError,
+    ChronomemError,
+    ConfirmationRequiredError,
+    ConflictError,
+    EntityNotFoundError,
+    FactNotFoundError,
+    InvalidInputError,
+    InvalidIntervalError,
+    InvalidNameError,
+    InvalidTimeError,
+    MissingExtraError,
+    NotFoundError,
+    PredicateNotFoundError,
+    SchemaVersionError,
+    StoreError,
+    StoreLockedError,
+)
+from .memory import Memory
+from .models import (
+    Conflict,
+    Diff,
+    DiffChange,
+    Entity,
+    Event,
+    Fact,
+    Neighbor,
+    Path,
+    Predicate,
+    Provenance,
+    Stats,
+    Volatility,
+)
+from .normalize import normalize_key
+from .timeutil import FakeClock, Precision, SystemClock, TimePoint, period_end
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AliasConflictError",
+    "CardinalityError",
+    "ChronomemError",
+    "Conflict",
+    "ConfirmationRequiredError",
+    "ConflictError",
+    "Diff",
+    "DiffChange",
+    "Entity",
+    "EntityNotFoundError",
+    "Event",
+    "Fact",
+    "FactNotFoundError",
+    "FakeClock",
+    "InvalidInputError",
+    "InvalidIntervalError",
+    "InvalidNameError",
+    "InvalidTimeError",
+    "Memory",
+    "MissingExtraError",
+    "Neighbor",
+    "NotFoundError",
+    "Path",
+    "Precision",
+    "Predicate",
+    "PredicateNotFoundError",
+    "Provenance",
+    "SchemaVersionError",
+    "Stats",
+    "StoreError",
+    "StoreLockedError",
+    "SystemClock",
+    "TimePoint",
+    "Volatility",
+    "__version__",
+    "normalize_key",
+    "open",
+    "period_end",
+]

@@ -1,0 +1,111 @@
+"""Conversions between stored rows and public values (literals, facts)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from typing import Any
+
+from .errors import InvalidInputError
+from .models import Fact
+from .store.base import Row
+from .timeutil import MAX_US, MIN_US, Precision, TimePoint, format_us, from_us, parse_time
+
+__all__ = ["decode_literal", "encode_literal", "row_to_fact", "dump_props", "load_props"]
+
+_PRECS = {p.value: p for p in Precision}
+
+
+def encode_literal(value: Any, tz: _dt.tzinfo) -> str:
+    """Typed, comparable text for a literal object: equal values, equal text."""
+    if isinstance(value, bool):
+        return "b:1" if value else "b:0"
+    if isinstance(value, int):
+        return f"i:{value}"
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise InvalidInputError(f"literal number must be finite, not {value!r}")
+        return f"f:{value!r}"
+    if isinstance(value, (_dt.datetime, _dt.date, TimePoint)):
+        tp = parse_time(value, "object", tz)
+        return f"t:{tp.us}:{int(tp.precision)}"
+    if isinstance(value, str):
+        return "s:" + value
+    raise InvalidInputError(
+        f"literal object must be str, int, float, bool or a date/datetime, not {type(value).__name__}"
+    )
+
+
+def decode_literal(text: str) -> Any:
+    tag, _, body = text.partition(":")
+    if tag == "s":
+        return body
+    if tag == "i":
+        return int(body)
+    if tag == "f":
+        return float(body)
+    if tag == "b":
+        return body == "1"
+    if tag == "t":
+        us, _, prec = body.partition(":")
+        return from_us(int(us))
+    raise ValueError(f"bad literal encoding {text!r}")  # pragma: no cover
+
+
+def literal_text(text: str) -> str:
+    """Human rendering of an encoded literal (dates at their precision)."""
+    if text.startswith("t:"):
+        us, _, prec = text[2:].partition(":")
+        return format_us(int(us), int(prec))
+    return repr(decode_literal(text))
+
+
+def dump_props(props: Any) -> str | None:
+    if props is None:
+        return None
+    if not isinstance(props, dict):
+        raise InvalidInputError(f"properties must be a dict, not {type(props).__name__}")
+    try:
+        return json.dumps(props, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"properties must be JSON-serializable: {exc}") from None
+
+
+def load_props(text: str | None) -> dict[str, Any]:
+    if not text:
+        return {}
+    value = json.loads(text)
+    return value if isinstance(value, dict) else {}
+
+
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_US = _dt.timedelta(microseconds=1)
+
+
+def row_to_fact(r: Row, now: int, namespace: str) -> Fact:
+    vf = r.vf
+    vt = r.vt
+    st = r.st
+    lit = r.object_lit
+    return Fact(
+        id=r.fact_id,
+        subject=r.subject_name or "",
+        predicate=r.predicate_name or "",
+        object=decode_literal(lit) if lit is not None else r.object_name,
+        valid_from=None if vf == MIN_US else _EPOCH + vf * _US,
+        valid_to=None if vt == MAX_US else _EPOCH + vt * _US,
+        system_from=_EPOCH + r.sf * _US,
+        system_to=None if st == MAX_US else _EPOCH + st * _US,
+        confidence=r.confidence,
+        source=r.source,
+        episode_id=r.episode_id,
+        properties=load_props(r.properties),
+        invalidated_by=r.invalidated_by,
+        current=st == MAX_US and vf <= now < vt,
+        literal=lit is not None,
+        valid_from_precision=None if vf == MIN_US else _PRECS[r.vf_prec],
+        valid_to_precision=None if vt == MAX_US else _PRECS[r.vt_prec],
+        version=r.version,
+        namespace=namespace,
+        ended_reason=r.close_kind,
+    )

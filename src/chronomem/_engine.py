@@ -1,0 +1,223 @@
+"""The write engine: where a new fact version goes on the valid-time axis.
+
+Pure logic over :class:`~chronomem.store.base.Row` objects, independent of the
+backend. One :class:`TxWork` lives for one write transaction: it loads the
+believed versions of each (subject, predicate) once, applies every write of the
+transaction in order, and at the end hands the store the versions to close and
+the versions to insert. A version created and replaced inside the same
+transaction is never written (it would have an empty system interval).
+
+Rules (``docs/concepts/time.md`` states them for users):
+
+* same (subject, predicate, object): a new interval contained in a believed one
+  is a no-op that returns the existing fact; one that overlaps or touches
+  believed intervals coalesces with them into one fact covering the union (a
+  new version of the oldest fact); a disjoint one is a separate fact.
+* single-valued (or ``supersede=True``): other values that started before the
+  new one are closed where it starts (``invalidated_by`` = the new fact);
+  a value that starts exactly where the new one starts is replaced; and the new
+  fact ends where the next later value begins (out-of-order arrival).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right, insort
+from typing import Callable, Iterable
+
+from .store.base import ObjKey, Row
+from .timeutil import MAX_US
+
+__all__ = ["TxWork", "GroupState"]
+
+
+def _vf(r: Row) -> int:
+    return r.vf
+
+
+class GroupState:
+    """Believed versions of one (subject, predicate), indexed by object,
+    each list sorted by ``valid_from``."""
+
+    __slots__ = ("by_obj",)
+
+    def __init__(self, rows: Iterable[Row]) -> None:
+        self.by_obj: dict[ObjKey, list[Row]] = {}
+        for r in rows:
+            self.by_obj.setdefault(r.okey, []).append(r)
+        for lst in self.by_obj.values():
+            lst.sort(key=_vf)
+
+    def add(self, r: Row) -> None:
+        lst = self.by_obj.get(r.okey)
+        if lst is None:
+            self.by_obj[r.okey] = [r]
+        else:
+            insort(lst, r, key=_vf)
+
+    def remove(self, r: Row) -> None:
+        lst = self.by_obj[r.okey]
+        for i, x in enumerate(lst):
+            if x is r:
+                del lst[i]
+                break
+        if not lst:
+            del self.by_obj[r.okey]
+
+    def rows(self) -> list[Row]:
+        return [r for lst in self.by_obj.values() for r in lst]
+
+
+class TxWork:
+    """Accumulates the effects of the writes of one transaction."""
+
+    def __init__(self, now: int, loader: Callable[[int, int], list[Row]]) -> None:
+        self.now = now
+        self._loader = loader
+        self.groups: dict[tuple[int, int], GroupState] = {}
+        self.closes: list[tuple[int, str, str | None]] = []
+        self.new_rows: dict[int, Row] = {}  # id(row) -> row, insertion ordered
+        self.closed_fact_ids: set[str] = set()
+        # extra evidence to record: (fact_id, source, episode_id)
+        self.sources: list[tuple[str, str | None, str | None]] = []
+
+    def _cite(self, target: Row, source: str | None, episode_id: str | None) -> None:
+        if (source or episode_id) and (source, episode_id) != (target.source, target.episode_id):
+            self.sources.append((target.fact_id, source, episode_id))
+
+    # -- working set ------------------------------------------------------
+    def group(self, subject_id: int, predicate_id: int) -> GroupState:
+        key = (subject_id, predicate_id)
+        g = self.groups.get(key)
+        if g is None:
+            g = GroupState(self._loader(subject_id, predicate_id))
+            self.groups[key] = g
+        return g
+
+    def close(self, g: GroupState, r: Row, kind: str, by: str | None) -> None:
+        """Stop believing ``r`` (it leaves the working set)."""
+        g.remove(r)
+        if r.rowid is None:
+            self.new_rows.pop(id(r), None)
+        else:
+            self.closes.append((r.rowid, kind, by))
+            self.closed_fact_ids.add(r.fact_id)
+
+    def insert(self, g: GroupState, r: Row) -> None:
+        r.rowid = None
+        r.sf = self.now
+        r.st = MAX_US
+        r.close_kind = None
+        r.closed_by = None
+        g.add(r)
+        self.new_rows[id(r)] = r
+
+    def successor(self, r: Row) -> Row:
+        """A fresh version row of the same fact, to be inserted."""
+        if r.rowid is None:
+            return r.copy()
+        return r.copy(version=r.version + 1)
+
+    # -- the placement rule ----------------------------------------------
+    def place(self, cand: Row, *, single: bool, keep: Row | None = None) -> tuple[Row, str]:
+        """Apply one write. ``cand`` carries the new fact's id and interval.
+
+        ``keep`` is the believed version being rewritten (a correction): it is
+        closed first, and the fact keeps its id. Returns the resulting version
+        and a status: ``"inserted"``, ``"existing"`` or ``"coalesced"``.
+        """
+        if keep is not None:
+            kg = self.group(keep.subject_id, keep.predicate_id)
+            if any(x is keep for x in kg.by_obj.get(keep.okey, ())):
+                self.close(kg, keep, "corrected", None)
+        g = self.group(cand.subject_id, cand.predicate_id)
+        lo, hi, hi_prec = cand.vf, cand.vt, cand.vt_prec
+        okey = cand.okey
+        others: list[Row] = []
+        if single:
+            others = [r for k, lst in g.by_obj.items() if k != okey for r in lst]
+            cut_by: str | None = None
+            for r in others:
+                if lo < r.vf < hi:
+                    hi, hi_prec, cut_by = r.vf, r.vf_prec, r.fact_id
+            if cut_by is not None:
+                cand.invalidated_by = cut_by
+        same = g.by_obj.get(okey) or []
+        if same and keep is None:
+            # the last believed interval starting at or before lo may contain it
+            j = bisect_right(same, lo, key=_vf) - 1
+            if j >= 0 and same[j].vt >= hi:
+                self._cite(same[j], cand.source, cand.episode_id)
+                return same[j], "existing"
+        touching: list[Row] = []
+        k = bisect_right(same, hi, key=_vf) - 1
+        while k >= 0 and same[k].vt >= lo:
+            touching.append(same[k])
+            k -= 1
+        if touching and keep is None:
+            survivor = min(touching, key=lambda r: r.fact_id).fact_id
+        else:
+            survivor = cand.fact_id
+        for r in others:
+            if r.vf < hi and lo < r.vt:
+                if r.vf < lo:
+                    self.truncate(r, lo, cand.vf_prec, survivor, kind="superseded")
+                else:
+                    self.close(g, r, "superseded", survivor)
+        cand.vt, cand.vt_prec = hi, hi_prec
+        if not touching:
+            self.insert(g, cand)
+            return cand, "inserted"
+        touching.reverse()
+        if keep is not None:
+            base = cand
+        else:
+            base = min(touching, key=lambda r: r.fact_id)
+        merged = self.successor(base) if base is not cand else cand
+        first = min(touching, key=_vf)
+        last = max(touching, key=lambda r: r.vt)
+        if first.vf < lo:
+            merged.vf, merged.vf_prec = first.vf, first.vf_prec
+        else:
+            merged.vf, merged.vf_prec = cand.vf, cand.vf_prec
+        if last.vt > hi:
+            merged.vt, merged.vt_prec = last.vt, last.vt_prec
+        else:
+            merged.vt, merged.vt_prec = cand.vt, cand.vt_prec
+        if last.vt > hi:
+            merged.invalidated_by = last.invalidated_by
+        elif base is not cand:
+            merged.invalidated_by = cand.invalidated_by
+        merged.confidence = max([cand.confidence] + [r.confidence for r in touching])
+        for r in touching:
+            self.close(g, r, "coalesced", merged.fact_id)
+            if r.fact_id != merged.fact_id:
+                self._cite(merged, r.source, r.episode_id)
+        if base is not cand:
+            self._cite(merged, cand.source, cand.episode_id)
+        self.insert(g, merged)
+        return merged, "coalesced"
+
+    def truncate(self, r: Row, end: int, end_prec: int, reason: str | None, kind: str = "invalidated") -> Row:
+        """Close ``r``'s valid interval at ``end`` (a new version)."""
+        g = self.group(r.subject_id, r.predicate_id)
+        nxt = self.successor(r)
+        self.close(g, r, kind, reason)
+        nxt.vt, nxt.vt_prec = end, end_prec
+        nxt.invalidated_by = reason
+        self.insert(g, nxt)
+        return nxt
+
+    def retract(self, r: Row, reason: str | None) -> None:
+        g = self.group(r.subject_id, r.predicate_id)
+        self.close(g, r, "retracted", reason)
+
+    def find_believed(self, fact_id: str, subject_id: int, predicate_id: int) -> Row | None:
+        g = self.group(subject_id, predicate_id)
+        for lst in g.by_obj.values():
+            for r in lst:
+                if r.fact_id == fact_id:
+                    return r
+        return None
+
+    def result_rows(self) -> list[Row]:
+        return list(self.new_rows.values())

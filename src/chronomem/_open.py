@@ -1,0 +1,61 @@
+"""``chronomem.open``: pick a backend from a path or URL."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from typing import Any
+
+from .errors import InvalidInputError
+from .memory import Memory
+
+__all__ = ["open", "resolve_url"]
+
+
+def resolve_url(target: str | os.PathLike[str]) -> tuple[str, str]:
+    """Return ``(backend, location)`` for a path or URL."""
+    text = os.fspath(target)
+    if not isinstance(text, str) or not text:
+        raise InvalidInputError("open() needs a path, ':memory:' or a URL")
+    if text == ":memory:":
+        return "sqlite", ":memory:"
+    if text.startswith("sqlite://"):
+        rest = text[len("sqlite://"):]
+        if rest in ("", "/:memory:", ":memory:"):
+            return "sqlite", ":memory:"
+        if rest.startswith("/"):
+            rest = rest[1:]
+        return "sqlite", rest if rest.startswith("/") or rest.startswith(".") else ("/" + rest if text.startswith("sqlite:////") else rest)
+    if text.startswith(("postgresql://", "postgres://")):
+        return "postgresql", text
+    if "://" in text:
+        raise InvalidInputError(f"unsupported store URL {text!r}: use a file path, sqlite:///path or postgresql://...")
+    return "sqlite", text
+
+
+def open(
+    target: str | os.PathLike[str] = ":memory:",
+    namespace: str = "default",
+    *,
+    timezone: str | _dt.tzinfo | None = None,
+    clock: Any = None,
+    durability: str = "normal",
+    busy_timeout: float = 30.0,
+) -> Memory:
+    """Open (creating if needed) a memory.
+
+    ``target`` is a file path, ``":memory:"``, ``sqlite:///relative/or/absolute``
+    or (with the ``postgres`` extra, in a later release) ``postgresql://...``.
+    ``timezone`` is how times without an offset are read (default UTC);
+    ``clock`` supplies system time (tests pass a :class:`FakeClock`).
+    """
+    backend, location = resolve_url(target)
+    if backend == "sqlite":
+        from .store.sqlite import SQLiteStore
+
+        store = SQLiteStore(location, clock=clock, durability=durability, busy_timeout=busy_timeout)
+    else:
+        from .store import open_store
+
+        store = open_store(location, clock=clock)
+    return Memory(store, namespace, timezone=timezone, clock=clock)

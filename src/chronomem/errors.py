@@ -1,0 +1,135 @@
+"""The exception tree. Every error chronomem raises on purpose derives from
+:class:`ChronomemError`, so callers can catch one base class.
+
+::
+
+    ChronomemError
+    ├── InvalidInputError            bad argument value (also a ValueError)
+    │   ├── InvalidTimeError         a time value that cannot be read
+    │   ├── InvalidIntervalError     valid_to <= valid_from, or an empty interval
+    │   ├── InvalidNameError         an empty / unusable entity or predicate name
+    │   └── CardinalityError         a write that would break a predicate's cardinality
+    ├── NotFoundError                (also a LookupError)
+    │   ├── FactNotFoundError
+    │   ├── EntityNotFoundError
+    │   └── PredicateNotFoundError
+    ├── ConflictError                the request contradicts stored state
+    │   └── AliasConflictError       the alias already names another entity
+    ├── ConfirmationRequiredError    erase() without confirm=True
+    ├── StoreError                   the storage backend failed or is unusable
+    │   ├── SchemaVersionError       database written by a newer chronomem
+    │   └── StoreLockedError         could not get the write lock in time
+    └── MissingExtraError            an optional dependency is not installed
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AliasConflictError",
+    "CardinalityError",
+    "ChronomemError",
+    "ConfirmationRequiredError",
+    "ConflictError",
+    "EntityNotFoundError",
+    "FactNotFoundError",
+    "InvalidInputError",
+    "InvalidIntervalError",
+    "InvalidNameError",
+    "InvalidTimeError",
+    "MissingExtraError",
+    "NotFoundError",
+    "PredicateNotFoundError",
+    "SchemaVersionError",
+    "StoreError",
+    "StoreLockedError",
+]
+
+
+class ChronomemError(Exception):
+    """Base class of every error chronomem raises deliberately."""
+
+
+class InvalidInputError(ChronomemError, ValueError):
+    """An argument has a value chronomem cannot use. Nothing was written."""
+
+
+class InvalidTimeError(InvalidInputError):
+    """A time value could not be read.
+
+    ``value`` is what was given and ``field`` the parameter it was given for.
+    """
+
+    def __init__(self, value: object, field: str, why: str = "") -> None:
+        self.value = value
+        self.field = field
+        msg = f"invalid time for {field}: {value!r}"
+        if why:
+            msg += f" ({why})"
+        msg += (
+            "; use an ISO-8601 date or datetime such as '2024', '2024-03', "
+            "'2024-03-05' or '2024-03-05T10:30:00+01:00'"
+        )
+        super().__init__(msg)
+
+
+class InvalidIntervalError(InvalidInputError):
+    """A valid-time interval is empty or reversed (``valid_to <= valid_from``)."""
+
+
+class InvalidNameError(InvalidInputError):
+    """An entity or predicate name is empty or normalizes to nothing."""
+
+
+class CardinalityError(InvalidInputError):
+    """The write would leave two values of a single-valued predicate valid at once."""
+
+
+class NotFoundError(ChronomemError, LookupError):
+    """The thing asked for does not exist (in this namespace)."""
+
+
+class FactNotFoundError(NotFoundError):
+    """No fact matches."""
+
+
+class EntityNotFoundError(NotFoundError):
+    """No entity has that name or alias."""
+
+
+class PredicateNotFoundError(NotFoundError):
+    """No predicate has that name."""
+
+
+class ConflictError(ChronomemError):
+    """The request contradicts what the store holds."""
+
+
+class AliasConflictError(ConflictError):
+    """The alias already resolves to a different entity (use ``merge``)."""
+
+
+class ConfirmationRequiredError(ChronomemError):
+    """A destructive operation (``erase``) was called without ``confirm=True``."""
+
+
+class StoreError(ChronomemError):
+    """The storage backend failed or cannot be used."""
+
+
+class SchemaVersionError(StoreError):
+    """The database was written by a newer chronomem than this one."""
+
+
+class StoreLockedError(StoreError):
+    """The write lock could not be taken before the busy timeout ran out."""
+
+
+class MissingExtraError(ChronomemError, ImportError):
+    """An optional dependency is missing; the message names the extra to install."""
+
+    def __init__(self, package: str, extra: str) -> None:
+        self.package = package
+        self.extra = extra
+        super().__init__(
+            f"{package} is not installed; install it with: pip install 'chronomem[{extra}]'"
+        )

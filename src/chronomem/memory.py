@@ -1,0 +1,810 @@
+"""The :class:`Memory` façade: the one object every interface talks to.
+
+Writes resolve names, build candidate versions and hand them to the write
+engine (:mod:`chronomem._engine`) inside one store transaction; reads build a
+:class:`~chronomem.store.base.FactQuery` and convert rows to :class:`Fact`.
+Analyses over read results (timeline, diff, conflicts, ...) live in
+:mod:`chronomem._analysis`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import logging
+from typing import Any, Iterable, Mapping, Sequence
+
+from . import _analysis
+from ._codec import dump_props, encode_literal, load_props, row_to_fact
+from ._engine import TxWork
+from ._ids import new_id
+from .errors import (
+    AliasConflictError,
+    ConfirmationRequiredError,
+    EntityNotFoundError,
+    FactNotFoundError,
+    InvalidInputError,
+    InvalidIntervalError,
+    InvalidNameError,
+    PredicateNotFoundError,
+)
+from .models import (
+    Conflict,
+    Diff,
+    Entity,
+    Event,
+    Fact,
+    Neighbor,
+    Path,
+    Predicate,
+    Provenance,
+    Stats,
+    Volatility,
+)
+from .normalize import normalize_key
+from .store.base import EntityRecord, FactQuery, PredicateRecord, Row, Store, WriteTx
+from .timeutil import MAX_US, MIN_US, Precision, TimeLike, TimePoint, from_us, get_timezone, parse_time, to_us
+
+__all__ = ["Memory"]
+
+log = logging.getLogger("chronomem")
+
+_FACT_KEYS = frozenset(
+    {"subject", "predicate", "object", "valid_from", "valid_to", "confidence", "source", "episode_id",
+     "properties", "supersede", "literal"}
+)
+_CORRECTABLE = frozenset(
+    {"subject", "predicate", "object", "valid_from", "valid_to", "confidence", "source", "episode_id",
+     "properties", "literal"}
+)
+_DIRECTIONS = ("out", "in", "both")
+
+
+class Memory:
+    """A bi-temporal memory opened on one namespace of one store.
+
+    Create it with :func:`chronomem.open`. Safe to share between threads; use
+    one per process (several processes may open the same file).
+    """
+
+    def __init__(self, store: Store, namespace: str = "default", *, timezone: str | _dt.tzinfo | None = None,
+                 clock: Any = None) -> None:
+        if not isinstance(namespace, str) or not namespace.strip():
+            raise InvalidInputError(f"namespace must be a non-empty string, not {namespace!r}")
+        self._store = store
+        self.namespace = namespace
+        self.tz = get_timezone(timezone)
+        self._clock = clock if clock is not None else getattr(store, "_clock", None)
+        ns_id = store.namespace_id(namespace)
+        assert ns_id is not None
+        self._ns = ns_id
+
+    # -- lifecycle -------------------------------------------------------
+    @property
+    def store(self) -> Store:
+        return self._store
+
+    @property
+    def url(self) -> str:
+        return self._store.url
+
+    def close(self) -> None:
+        self._store.close()
+
+    def __enter__(self) -> "Memory":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Memory {self._store.url} namespace={self.namespace!r}>"
+
+    def now(self) -> _dt.datetime:
+        """The store clock's current time (UTC)."""
+        if self._clock is None:
+            return _dt.datetime.now(_dt.timezone.utc)
+        value = self._clock.peek() if hasattr(self._clock, "peek") else self._clock()
+        assert isinstance(value, _dt.datetime)
+        return value
+
+    def _now_us(self) -> int:
+        return to_us(self.now())
+
+    # -- time helpers ----------------------------------------------------
+    def parse_time(self, value: TimeLike, field: str = "time") -> TimePoint:
+        """Read a time value in this memory's timezone (see :mod:`chronomem.timeutil`)."""
+        return parse_time(value, field, self.tz)
+
+    def _instant(self, value: TimeLike | None, field: str) -> int | None:
+        if value is None:
+            return None
+        return parse_time(value, field, self.tz).us
+
+    # -- name resolution -------------------------------------------------
+    def _entity_for_write(self, tx: WriteTx, name: object, what: str = "entity") -> int:
+        key = normalize_key(name, what)
+        eid = tx.entity_id(self._ns, key)
+        if eid is None:
+            assert isinstance(name, str)
+            eid = tx.create_entity(self._ns, key, name.strip(), None, None)
+        return eid
+
+    def _entity_for_read(self, name: object, what: str = "entity") -> int | None:
+        return self._store.entity_id(self._ns, normalize_key(name, what))
+
+    def _require_entity(self, name: object, what: str = "entity") -> int:
+        eid = self._entity_for_read(name, what)
+        if eid is None:
+            raise EntityNotFoundError(f"no entity named {name!r} in namespace {self.namespace!r}")
+        return eid
+
+    def _predicate_for_write(self, tx: WriteTx, name: object) -> PredicateRecord:
+        key = normalize_key(name, "predicate")
+        rec = tx.predicate(self._ns, key)
+        if rec is None:
+            assert isinstance(name, str)
+            rec = tx.create_predicate(self._ns, key, name.strip())
+        return rec
+
+    def _predicate_for_read(self, name: object) -> PredicateRecord | None:
+        return self._store.predicate(self._ns, normalize_key(name, "predicate"))
+
+    # -- writes ----------------------------------------------------------
+    def _candidate(self, tx: WriteTx, item: Mapping[str, Any]) -> tuple[Row, bool]:
+        unknown = set(item) - _FACT_KEYS
+        if unknown:
+            raise InvalidInputError(f"unknown fact field(s): {', '.join(sorted(unknown))}")
+        for required in ("subject", "predicate", "object"):
+            if item.get(required) is None:
+                raise InvalidInputError(f"a fact needs {required!r}")
+        literal = bool(item.get("literal", False))
+        obj = item["object"]
+        subject_id = self._entity_for_write(tx, item["subject"], "subject")
+        pred = self._predicate_for_write(tx, item["predicate"])
+        if literal or not isinstance(obj, str):
+            object_id, object_lit = None, encode_literal(obj, self.tz)
+        else:
+            object_id, object_lit = self._entity_for_write(tx, obj, "object"), None
+        vf_raw, vt_raw = item.get("valid_from"), item.get("valid_to")
+        if vf_raw is None:
+            vf, vf_prec = MIN_US, 0
+        else:
+            tp = parse_time(vf_raw, "valid_from", self.tz)
+            vf, vf_prec = tp.us, int(tp.precision)
+        if vt_raw is None:
+            vt, vt_prec = MAX_US, 0
+        else:
+            tp = parse_time(vt_raw, "valid_to", self.tz)
+            vt, vt_prec = tp.us, int(tp.precision)
+        if vt <= vf:
+            raise InvalidIntervalError(
+                f"valid_to ({vt_raw}) must be after valid_from ({vf_raw}): intervals are half-open [from, to)"
+            )
+        confidence = item.get("confidence", 1.0)
+        if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 <= confidence <= 1.0:
+            raise InvalidInputError(f"confidence must be a number between 0 and 1, not {confidence!r}")
+        source = item.get("source")
+        if source is not None and not isinstance(source, str):
+            raise InvalidInputError(f"source must be a string, not {type(source).__name__}")
+        episode_id = item.get("episode_id")
+        if episode_id is not None and not isinstance(episode_id, str):
+            raise InvalidInputError(f"episode_id must be a string, not {type(episode_id).__name__}")
+        supersede = item.get("supersede")
+        if supersede is None:
+            single = pred.cardinality == "one"
+        else:
+            single = bool(supersede)
+            if not single and pred.cardinality == "one":
+                raise InvalidInputError(
+                    f"predicate {pred.name!r} is single-valued; supersede=False would leave two values valid at once"
+                )
+        row = Row(
+            None, new_id(), 1, self._ns, subject_id, pred.id, object_id, object_lit,
+            vf, vf_prec, vt, vt_prec, tx.now, MAX_US, float(confidence), source, episode_id,
+            dump_props(item.get("properties")),
+        )
+        return row, single
+
+    def _work(self, tx: WriteTx) -> TxWork:
+        fresh = tx.is_new_entity
+
+        def load(subject_id: int, predicate_id: int) -> list[Row]:
+            if fresh(subject_id):
+                return []
+            return tx.believed_rows(subject_id, predicate_id)
+
+        return TxWork(tx.now, load)
+
+    @staticmethod
+    def _flush(tx: WriteTx, work: TxWork) -> None:
+        if work.closes:
+            tx.close_rows(work.closes)
+        rows = work.result_rows()
+        if rows:
+            tx.insert_rows(rows)
+        if work.sources:
+            tx.add_sources(work.sources)
+
+    def _fact_by_row(self, row: Row) -> Fact:
+        got = self._store.query(FactQuery(self._ns, fact_ids=[row.fact_id], all_versions=True))
+        for r in got:
+            if r.version == row.version:
+                return row_to_fact(r, self._now_us(), self.namespace)
+        raise FactNotFoundError(f"fact {row.fact_id} vanished")  # pragma: no cover
+
+    def add_fact(
+        self,
+        subject: str,
+        predicate: str,
+        object: Any,
+        valid_from: TimeLike | None = None,
+        valid_to: TimeLike | None = None,
+        *,
+        confidence: float = 1.0,
+        source: str | None = None,
+        episode_id: str | None = None,
+        properties: Mapping[str, Any] | None = None,
+        supersede: bool | None = None,
+        literal: bool = False,
+    ) -> Fact:
+        """Record that ``subject -predicate-> object`` holds during ``[valid_from, valid_to)``.
+
+        Never duplicates: an identical (or contained) re-add returns the
+        existing fact and records the extra source; an overlapping or touching
+        one coalesces into one fact. A single-valued predicate (or
+        ``supersede=True``) closes the old value where the new one starts and
+        splices out-of-order arrivals. See ``docs/concepts/time.md``.
+        """
+        item = {
+            "subject": subject, "predicate": predicate, "object": object, "valid_from": valid_from,
+            "valid_to": valid_to, "confidence": confidence, "source": source, "episode_id": episode_id,
+            "properties": dict(properties) if properties is not None else None, "supersede": supersede,
+            "literal": literal,
+        }
+        with self._store.write() as tx:
+            cand, single = self._candidate(tx, item)
+            work = self._work(tx)
+            result, status = work.place(cand, single=single)
+            self._flush(tx, work)
+        log.debug("add_fact %s %s %s -> %s (%s)", subject, predicate, object, result.fact_id, status)
+        return self._fact_by_row(result)
+
+    def add_facts(self, items: Iterable[Mapping[str, Any] | Sequence[Any]]) -> list[str]:
+        """Add many facts in one atomic transaction; returns one fact id per item
+        (the existing fact's id where an item was a duplicate or coalesced).
+        Items are dicts with :meth:`add_fact`'s parameter names, or tuples
+        ``(subject, predicate, object[, valid_from[, valid_to]])``. If any item
+        is invalid, nothing is written and the error names the item's index."""
+        ids: list[str] = []
+        with self._store.write() as tx:
+            work = self._work(tx)
+            for index, item in enumerate(items):
+                try:
+                    if isinstance(item, Mapping):
+                        mapping = item
+                    elif isinstance(item, (tuple, list)) and 3 <= len(item) <= 5:
+                        mapping = dict(zip(("subject", "predicate", "object", "valid_from", "valid_to"), item))
+                    else:
+                        raise InvalidInputError(
+                            "an item must be a dict or a tuple (subject, predicate, object[, valid_from[, valid_to]])"
+                        )
+                    cand, single = self._candidate(tx, mapping)
+                except InvalidInputError as exc:
+                    raise type(exc)(f"item {index}: {exc}") if not hasattr(exc, "field") else exc
+                result, _status = work.place(cand, single=single)
+                ids.append(result.fact_id)
+            self._flush(tx, work)
+        # a coalesced item may have been folded into a fact created later in the batch
+        return ids
+
+    def _believed(self, tx: WriteTx, work: TxWork, fact_id: str) -> Row:
+        rows = tx.rows_of_fact(fact_id)
+        if not rows or rows[0].ns_id != self._ns:
+            raise FactNotFoundError(f"no fact with id {fact_id!r} in namespace {self.namespace!r}")
+        live = work.find_believed(fact_id, rows[0].subject_id, rows[0].predicate_id)
+        if live is None:
+            last = rows[-1]
+            raise FactNotFoundError(
+                f"fact {fact_id} is no longer believed (its last version was {last.close_kind or 'closed'})"
+            )
+        return live
+
+    def invalidate(
+        self,
+        subject: str,
+        predicate: str,
+        object: Any,
+        ended: TimeLike | None = None,
+        *,
+        reason: str | None = None,
+        literal: bool = False,
+    ) -> Fact:
+        """The world changed: close the valid interval of the matching fact at
+        ``ended`` (default now). Raises :class:`FactNotFoundError` if no such
+        fact is valid at ``ended``."""
+        end = parse_time(ended, "ended", self.tz) if ended is not None else TimePoint(self._now_us(), Precision.MICROSECOND)
+        sid = self._entity_for_read(subject, "subject")
+        pred = self._predicate_for_read(predicate)
+        if literal or not isinstance(object, str):
+            okey: tuple[int | None, str | None] = (None, encode_literal(object, self.tz))
+        else:
+            oid = self._entity_for_read(object, "object")
+            okey = (oid, None)
+        if sid is None or pred is None or okey == (None, None):
+            raise FactNotFoundError(f"no fact {subject} -{predicate}-> {object} to invalidate")
+        with self._store.write() as tx:
+            work = self._work(tx)
+            rows = list(work.group(sid, pred.id).by_obj.get(okey, []))
+            target = next((r for r in rows if r.vf < end.us < r.vt), None)
+            if target is None:
+                if any(r.vf == end.us for r in rows):
+                    raise InvalidIntervalError(
+                        f"{subject} -{predicate}-> {object} starts at {end}; ending it there leaves an empty "
+                        "interval: use retract() if it was never true"
+                    )
+                raise FactNotFoundError(f"no fact {subject} -{predicate}-> {object} is valid at {end}")
+            result = work.truncate(target, end.us, int(end.precision), reason or "invalidated")
+            self._flush(tx, work)
+        return self._fact_by_row(result)
+
+    def correct(self, fact_id: str, **changes: Any) -> Fact:
+        """The record was wrong: write a corrected version of ``fact_id``.
+
+        The previous version stays readable with ``known_at``. Changeable:
+        subject, predicate, object, valid_from, valid_to, confidence, source,
+        episode_id, properties, literal.
+        """
+        unknown = set(changes) - _CORRECTABLE
+        if unknown:
+            raise InvalidInputError(f"cannot correct field(s): {', '.join(sorted(unknown))}")
+        if not changes:
+            raise InvalidInputError("correct() needs at least one field to change")
+        with self._store.write() as tx:
+            work = self._work(tx)
+            old = self._believed(tx, work, fact_id)
+            old_fact = row_to_fact(self._with_names(old), 0, self.namespace)
+            item: dict[str, Any] = {
+                "subject": old_fact.subject, "predicate": old_fact.predicate, "object": old_fact.object,
+                "valid_from": None if old.vf == MIN_US else TimePoint(old.vf, Precision(old.vf_prec)),
+                "valid_to": None if old.vt == MAX_US else TimePoint(old.vt, Precision(old.vt_prec)),
+                "confidence": old.confidence, "source": old.source, "episode_id": old.episode_id,
+                "properties": load_props(old.properties) or None, "literal": old.object_lit is not None,
+            }
+            item.update(changes)
+            cand, single = self._candidate(tx, item)
+            cand.fact_id = old.fact_id
+            cand.version = old.version + 1
+            cand.invalidated_by = old.invalidated_by if "valid_to" not in changes else None
+            result, _ = work.place(cand, single=single, keep=old)
+            self._flush(tx, work)
+        return self._fact_by_row(result)
+
+    def _with_names(self, r: Row) -> Row:
+        got = self._store.query(FactQuery(self._ns, fact_ids=[r.fact_id], all_versions=True))
+        named = next((x for x in got if x.version == r.version), None) or (got[-1] if got else r)
+        return r.copy(subject_name=named.subject_name, predicate_name=named.predicate_name,
+                      object_name=named.object_name)
+
+    def _unsupersede(self, tx: WriteTx, work: TxWork, fact_id: str) -> None:
+        """Restore the values that ``fact_id`` had superseded (it was never true)."""
+        for closed in tx.rows_closed_by(self._ns, fact_id):
+            if closed.close_kind != "superseded":
+                continue
+            live = work.find_believed(closed.fact_id, closed.subject_id, closed.predicate_id)
+            if live is not None and live.invalidated_by != fact_id:
+                continue  # changed since: leave it
+            versions = tx.rows_of_fact(closed.fact_id)
+            cand = closed.copy(version=max(v.version for v in versions) + 1, rowid=None)
+            pred = self._store.predicate_by_id(closed.predicate_id)
+            work.place(cand, single=pred is not None and pred.cardinality == "one", keep=live)
+
+    def retract(self, fact_id: str, reason: str | None = None) -> Fact:
+        """It was never true: stop believing ``fact_id`` (history keeps it).
+        Values it had superseded are restored. Returns the retracted version."""
+        with self._store.write() as tx:
+            work = self._work(tx)
+            row = self._believed(tx, work, fact_id)
+            work.retract(row, reason or "retracted")
+            self._unsupersede(tx, work, fact_id)
+            self._flush(tx, work)
+        return self._fact_by_row(row)
+
+    def erase(self, fact_id: str | None = None, *, entity: str | None = None, confirm: bool = False,
+              reason: str | None = None) -> int:
+        """Physically delete one fact (every version) or an entity with all its
+        facts, for privacy. Needs ``confirm=True``. Leaves an erasure-log row
+        without content. Returns the number of versions deleted."""
+        if (fact_id is None) == (entity is None):
+            raise InvalidInputError("erase() takes exactly one of fact_id or entity=")
+        if not confirm:
+            raise ConfirmationRequiredError("erase() deletes data permanently; call it again with confirm=True")
+        with self._store.write() as tx:
+            work = self._work(tx)
+            if fact_id is not None:
+                rows = tx.rows_of_fact(fact_id)
+                if not rows or rows[0].ns_id != self._ns:
+                    raise FactNotFoundError(f"no fact with id {fact_id!r}")
+                live = work.find_believed(fact_id, rows[0].subject_id, rows[0].predicate_id)
+                if live is not None:
+                    work.retract(live, "erased")
+                    self._unsupersede(tx, work, fact_id)
+                self._flush(tx, work)
+                n = tx.erase_fact(fact_id)
+                tx.log_erasure(self._ns, "fact", n, reason)
+            else:
+                eid = tx.entity_id(self._ns, normalize_key(entity, "entity"))
+                if eid is None:
+                    raise EntityNotFoundError(f"no entity named {entity!r}")
+                n = tx.erase_entity(eid)
+                tx.log_erasure(self._ns, "entity", n, reason)
+        return n
+
+    # -- entities, aliases, predicates -----------------------------------
+    def _entity_model(self, rec: EntityRecord) -> Entity:
+        return Entity(
+            id=rec.id, name=rec.name, key=rec.key, type=rec.type, properties=load_props(rec.properties),
+            aliases=rec.aliases, namespace=self.namespace, created_at=from_us(rec.created_at),
+        )
+
+    def entity(self, name: str) -> Entity:
+        """The entity ``name`` (or an alias) resolves to."""
+        rec = self._store.entity(self._require_entity(name))
+        assert rec is not None
+        return self._entity_model(rec)
+
+    def entities(self) -> list[Entity]:
+        return [self._entity_model(r) for r in self._store.entities(self._ns)]
+
+    def set_entity(self, name: str, *, type: str | None = None, properties: Mapping[str, Any] | None = None) -> Entity:
+        """Create or update an entity's type and properties."""
+        with self._store.write() as tx:
+            eid = self._entity_for_write(tx, name)
+            tx.update_entity(eid, type, dump_props(dict(properties)) if properties is not None else None)
+        return self.entity(name)
+
+    def alias(self, name: str, alias: str) -> Entity:
+        """Make ``alias`` resolve to the entity ``name`` (created if missing)."""
+        akey = normalize_key(alias, "alias")
+        with self._store.write() as tx:
+            eid = self._entity_for_write(tx, name)
+            other = tx.entity_id(self._ns, akey)
+            if other is not None and other != eid:
+                raise AliasConflictError(
+                    f"{alias!r} already names another entity; use merge({name!r}, {alias!r}) to fold it into {name!r}"
+                )
+            if other is None:
+                tx.add_entity_key(self._ns, akey, eid, alias.strip())
+        return self.entity(name)
+
+    def merge(self, keep: str, fold: str) -> str:
+        """Fold entity ``fold`` into ``keep``: its facts move to ``keep`` (new
+        system-time versions, so ``known_at`` before the merge still sees two
+        entities) and its names become aliases. Returns an operation id for
+        :meth:`unmerge`."""
+        op_id = new_id()
+        with self._store.write() as tx:
+            keep_id = tx.entity_id(self._ns, normalize_key(keep, "entity"))
+            fold_id = tx.entity_id(self._ns, normalize_key(fold, "entity"))
+            if keep_id is None:
+                raise EntityNotFoundError(f"no entity named {keep!r}")
+            if fold_id is None:
+                raise EntityNotFoundError(f"no entity named {fold!r}")
+            if keep_id == fold_id:
+                raise InvalidInputError(f"{keep!r} and {fold!r} are already the same entity")
+            work = self._work(tx)
+            for row in tx.believed_rows_touching_entity(fold_id):
+                live = work.find_believed(row.fact_id, row.subject_id, row.predicate_id)
+                if live is None:
+                    continue
+                cand = live.copy(
+                    subject_id=keep_id if live.subject_id == fold_id else live.subject_id,
+                    object_id=keep_id if live.object_id == fold_id else live.object_id,
+                    version=live.version + 1,
+                )
+                pred = self._store.predicate_by_id(live.predicate_id)
+                work.place(cand, single=pred is not None and pred.cardinality == "one", keep=live)
+            closed = [rowid for rowid, _kind, _by in work.closes]
+            work.closes = [(rowid, "merged", op_id) for rowid, _k, _b in work.closes]
+            self._flush(tx, work)
+            rec = self._store.entity(fold_id)
+            keys = tx.move_entity_keys(fold_id, keep_id)
+            tx.add_entity_key(self._ns, normalize_key(fold, "entity"), keep_id, rec.name if rec else fold)
+            payload = {"keep": keep_id, "fold": fold_id, "keys": keys, "closed": closed}
+            tx.record_operation(op_id, self._ns, "merge", json.dumps(payload))
+        return op_id
+
+    def unmerge(self, op_id: str) -> None:
+        """Undo :meth:`merge`: the folded entity gets its names back and every
+        fact version the merge replaced is believed again (as new versions)."""
+        with self._store.write() as tx:
+            op = tx.operation(op_id)
+            if op is None or op[0] != "merge":
+                raise InvalidInputError(f"no merge operation with id {op_id!r}")
+            if op[2] is not None:
+                raise InvalidInputError(f"merge {op_id} was already undone")
+            payload = json.loads(op[1])
+            work = self._work(tx)
+            closed_rows = [r for r in tx.rows_closed_by(self._ns, op_id) if r.rowid in set(payload["closed"])]
+            for prior in closed_rows:
+                versions = tx.rows_of_fact(prior.fact_id)
+                for v in versions:
+                    if v.st == MAX_US:
+                        live = work.find_believed(v.fact_id, v.subject_id, v.predicate_id)
+                        if live is not None:
+                            work.close(work.group(v.subject_id, v.predicate_id), live, "unmerged", op_id)
+            for prior in closed_rows:
+                versions = tx.rows_of_fact(prior.fact_id)
+                cand = prior.copy(version=max(v.version for v in versions) + 1 + len(work.new_rows))
+                work.insert(work.group(prior.subject_id, prior.predicate_id), cand)
+            self._flush(tx, work)
+            tx.set_entity_keys(self._ns, payload["keys"], payload["fold"])
+            tx.mark_operation_undone(op_id)
+
+    def define_predicate(
+        self,
+        name: str,
+        cardinality: str = "many",
+        inverse: str | None = None,
+        aliases: Sequence[str] = (),
+        description: str | None = None,
+    ) -> Predicate:
+        """Declare a predicate: ``"one"`` (single-valued: a new value supersedes
+        the old) or ``"many"``. Aliases resolve to it on reads and writes."""
+        if cardinality not in ("one", "many"):
+            raise InvalidInputError(f"cardinality must be 'one' or 'many', not {cardinality!r}")
+        key = normalize_key(name, "predicate")
+        if isinstance(aliases, str):
+            aliases = [aliases]
+        alias_keys = [(normalize_key(a, "predicate alias"), a.strip()) for a in aliases]
+        inverse_name = inverse.strip() if inverse else None
+        if inverse is not None:
+            normalize_key(inverse, "inverse")
+        with self._store.write() as tx:
+            for akey, aname in alias_keys:
+                other = tx.predicate(self._ns, akey)
+                if other is not None and other.key != key:
+                    raise AliasConflictError(f"{aname!r} already names predicate {other.name!r}")
+            rec = tx.define_predicate(self._ns, key, name.strip(), cardinality, inverse_name, description, alias_keys)
+        return self._predicate_model(rec)
+
+    @staticmethod
+    def _predicate_model(rec: PredicateRecord) -> Predicate:
+        card = "one" if rec.cardinality == "one" else "many"
+        return Predicate(
+            name=rec.name, key=rec.key, cardinality=card, inverse=rec.inverse, aliases=rec.aliases,
+            description=rec.description, declared=rec.declared,
+        )
+
+    def predicates(self) -> list[Predicate]:
+        return [self._predicate_model(r) for r in self._store.predicates(self._ns)]
+
+    def predicate(self, name: str) -> Predicate:
+        rec = self._predicate_for_read(name)
+        if rec is None:
+            raise PredicateNotFoundError(f"no predicate named {name!r}")
+        return self._predicate_model(rec)
+
+    # -- reads -----------------------------------------------------------
+    def _query(
+        self,
+        subject: str | None = None,
+        predicate: str | None = None,
+        object: Any = None,
+        *,
+        as_of: TimeLike | None = None,
+        known_at: TimeLike | None = None,
+        direction: str = "out",
+        limit: int | None = None,
+        all_versions: bool = False,
+        overlap: tuple[int, int] | None = None,
+        literal: bool = False,
+    ) -> FactQuery | None:
+        if direction not in _DIRECTIONS:
+            raise InvalidInputError(f"direction must be one of {', '.join(_DIRECTIONS)}, not {direction!r}")
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+            raise InvalidInputError(f"limit must be a non-negative integer, not {limit!r}")
+        as_of_us = self._instant(as_of, "as_of")
+        known_us = self._instant(known_at, "known_at")
+        subject_ids = None
+        if subject is not None:
+            sid = self._entity_for_read(subject, "subject")
+            if sid is None:
+                return None
+            subject_ids = [sid]
+        predicate_ids = None
+        if predicate is not None:
+            pred = self._predicate_for_read(predicate)
+            if pred is None:
+                return None
+            predicate_ids = [pred.id]
+        object_id = object_lit = None
+        if object is not None:
+            if literal or not isinstance(object, str):
+                object_lit = encode_literal(object, self.tz)
+            else:
+                object_id = self._entity_for_read(object, "object")
+                if object_id is None:
+                    object_lit = encode_literal(object, self.tz)
+        return FactQuery(
+            self._ns, subject_ids, predicate_ids, object_id, object_lit, direction,  # type: ignore[arg-type]
+            as_of_us, known_us, all_versions, overlap, None, limit,
+        )
+
+    def _run(self, q: FactQuery | None) -> list[Fact]:
+        if q is None:
+            return []
+        now = self._now_us()
+        ns = self.namespace
+        return [row_to_fact(r, now, ns) for r in self._store.query(q)]
+
+    def facts(
+        self,
+        subject: str | None = None,
+        predicate: str | None = None,
+        object: Any = None,
+        *,
+        as_of: TimeLike | None = None,
+        known_at: TimeLike | None = None,
+        direction: str = "out",
+        limit: int | None = None,
+        literal: bool = False,
+        decay_half_life: float | None = None,
+    ) -> list[Fact]:
+        """Facts matching the filters. ``as_of`` pins valid time (``None``: all
+        of history, each flagged ``current``); ``known_at`` pins system time
+        (``None``: what the store believes now). ``direction`` is ``"out"``
+        (subject is the entity), ``"in"`` (object is) or ``"both"``.
+        ``decay_half_life`` (days) lowers confidence by age at read time."""
+        out = self._run(self._query(subject, predicate, object, as_of=as_of, known_at=known_at,
+                                    direction=direction, limit=limit, literal=literal))
+        if decay_half_life is not None:
+            out = self.with_decay(out, decay_half_life, as_of)
+        return out
+
+    def facts_sql(self, subject: str | None = None, predicate: str | None = None, object: Any = None,
+                  **kwargs: Any) -> tuple[str, list[Any]]:
+        """The SQL (and parameters) :meth:`facts` would run, for ``--sql``."""
+        q = self._query(subject, predicate, object, **kwargs)
+        if q is None:
+            return "-- no such entity or predicate: the query returns nothing without touching the store", []
+        return self._store.query_sql(q)
+
+    def current(self, subject: str, predicate: str | None = None) -> list[Fact]:
+        """What is true now (as currently believed)."""
+        return self.facts(subject, predicate, as_of=self.now(), direction="out")
+
+    def between(self, start: TimeLike | None, end: TimeLike | None, *, subject: str | None = None,
+                predicate: str | None = None, object: Any = None, known_at: TimeLike | None = None,
+                direction: str = "out") -> list[Fact]:
+        """Facts whose valid interval overlaps ``[start, end)``."""
+        lo = self._instant(start, "start")
+        hi = self._instant(end, "end")
+        lo = MIN_US if lo is None else lo
+        hi = MAX_US if hi is None else hi
+        if hi <= lo:
+            raise InvalidIntervalError(f"end ({end}) must be after start ({start})")
+        return self._run(self._query(subject, predicate, object, known_at=known_at, direction=direction,
+                                     overlap=(lo, hi)))
+
+    def history(self, subject: str, predicate: str | None = None, *, direction: str = "out") -> list[Fact]:
+        """Every version on both axes (the audit trail), oldest record first."""
+        facts = self._run(self._query(subject, predicate, direction=direction, all_versions=True))
+        return sorted(facts, key=lambda f: (f.system_from, f.id, f.version))
+
+    def fact(self, fact_id: str, *, known_at: TimeLike | None = None) -> Fact:
+        """One fact by id: the version believed at ``known_at`` (default now)."""
+        rows = self._store.query(FactQuery(self._ns, fact_ids=[fact_id], all_versions=True))
+        if not rows:
+            raise FactNotFoundError(f"no fact with id {fact_id!r} in namespace {self.namespace!r}")
+        at = self._instant(known_at, "known_at")
+        now = self._now_us()
+        for r in rows:
+            if (at is None and r.st == MAX_US) or (at is not None and r.sf <= at < r.st):
+                return row_to_fact(r, now, self.namespace)
+        last = max(rows, key=lambda r: r.version)
+        return row_to_fact(last, now, self.namespace)
+
+    def versions(self, fact_id: str) -> list[Fact]:
+        """All versions of one fact, oldest first."""
+        rows = self._store.query(FactQuery(self._ns, fact_ids=[fact_id], all_versions=True))
+        now = self._now_us()
+        return sorted((row_to_fact(r, now, self.namespace) for r in rows), key=lambda f: f.version)
+
+    def evidence(self, fact_id: str) -> list[Provenance]:
+        """Every recorded source of a fact: its first source, then extra ones."""
+        versions = self.versions(fact_id)
+        if not versions:
+            raise FactNotFoundError(f"no fact with id {fact_id!r}")
+        first = versions[0]
+        out = []
+        if first.source or first.episode_id:
+            out.append(Provenance(fact_id, first.source, first.episode_id, first.system_from))
+        for fid, src, ep, at in self._store.sources([fact_id]):
+            out.append(Provenance(fid, src, ep, from_us(at)))
+        return out
+
+    def timeline(self, entity: str, start: TimeLike | None = None, end: TimeLike | None = None) -> list[Event]:
+        """Chronological events about ``entity`` on both axes, each with a sentence."""
+        self._require_entity(entity)
+        rows = self._run(self._query(entity, direction="both", all_versions=True))
+        return _analysis.timeline(rows, self._instant(start, "start"), self._instant(end, "end"))
+
+    def diff(self, t1: TimeLike, t2: TimeLike, subject: str | None = None, predicate: str | None = None,
+             axis: str = "valid") -> Diff:
+        """What changed between ``t1`` and ``t2`` on the valid or system axis."""
+        if axis not in ("valid", "system"):
+            raise InvalidInputError(f"axis must be 'valid' or 'system', not {axis!r}")
+        a = self.parse_time(t1, "t1")
+        b = self.parse_time(t2, "t2")
+        if axis == "valid":
+            before = self.facts(subject, predicate, as_of=a)
+            after = self.facts(subject, predicate, as_of=b)
+        else:
+            before = self.facts(subject, predicate, known_at=a)
+            after = self.facts(subject, predicate, known_at=b)
+        single = {p.name for p in self.predicates() if p.cardinality == "one"}
+        return _analysis.diff(before, after, a.datetime, b.datetime, axis, single)  # type: ignore[arg-type]
+
+    def conflicts(self, as_of: TimeLike | None = None) -> list[Conflict]:
+        """Facts of one (subject, predicate) valid at the same time: errors for
+        single-valued predicates, a review list for undeclared ones."""
+        preds = {p.name: p for p in self.predicates()}
+        facts = self.facts(as_of=as_of)
+        return _analysis.conflicts(facts, preds)
+
+    def volatility(self, top: int = 20, start: TimeLike | None = None, end: TimeLike | None = None) -> list[Volatility]:
+        """How often each (subject, predicate) changed value, most volatile first."""
+        if start is not None or end is not None:
+            facts = self.between(start, end)
+        else:
+            facts = self.facts()
+        return _analysis.volatility(facts, top)
+
+    def neighbors(self, entity: str, hops: int = 1, as_of: TimeLike | None = None) -> list[Neighbor]:
+        """Entities within ``hops`` edges, every edge valid at ``as_of``."""
+        self._require_entity(entity)
+        if hops < 1:
+            raise InvalidInputError("hops must be at least 1")
+        return _analysis.neighbors(lambda name: self.facts(name, as_of=as_of, direction="both"), entity, hops)
+
+    def paths(self, source: str, target: str, max_hops: int = 3, as_of: TimeLike | None = None,
+              limit: int = 50) -> list[Path]:
+        """Simple paths from ``source`` to ``target``, every edge valid at ``as_of``."""
+        src = self.entity(source).name
+        dst = self.entity(target).name
+        if max_hops < 1:
+            raise InvalidInputError("max_hops must be at least 1")
+        return _analysis.paths(lambda name: self.facts(name, as_of=as_of, direction="both"), src, dst,
+                               max_hops, limit)
+
+    def search_facts(self, text: str, *, as_of: TimeLike | None = None, limit: int = 100) -> list[Fact]:
+        """Case-insensitive substring search over entity and predicate names."""
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidInputError("search text must be a non-empty string")
+        needle = text.strip().casefold()
+        out: dict[tuple[str, int], Fact] = {}
+        for rec in self._store.entities_by_key_substring(self._ns, normalize_key(text, "text"), limit):
+            for f in self.facts(rec.name, as_of=as_of, direction="both", limit=limit):
+                out[(f.id, f.version)] = f
+        for p in self._store.predicates(self._ns):
+            if needle in p.name.casefold() or normalize_key(text, "text") in p.key:
+                for f in self.facts(predicate=p.name, as_of=as_of, limit=limit):
+                    out[(f.id, f.version)] = f
+        return sorted(out.values(), key=lambda f: (f.subject, f.predicate, f.valid_from or from_us(0)))[:limit]
+
+    def stats(self) -> Stats:
+        s = self._store.stats(self._ns, self._now_us())
+        return Stats(
+            namespace=self.namespace, entities=s["entities"], facts=s["facts"], current=s["current"],
+            ended=s["facts"] - s["current"], retracted=s["retracted"], versions=s["versions"],
+            predicates=s["predicates"], namespaces=tuple(self._store.namespaces()),
+        )
+
+    def with_decay(self, facts: Sequence[Fact], half_life_days: float, at: TimeLike | None = None) -> list[Fact]:
+        """Read-time confidence decay: each fact's confidence halves every
+        ``half_life_days`` since it was recorded. Stored rows never change."""
+        if half_life_days <= 0:
+            raise InvalidInputError("decay half-life must be positive")
+        ref = self.parse_time(at, "at").datetime if at is not None else self.now()
+        return _analysis.decay(facts, half_life_days, ref)

@@ -1,0 +1,19 @@
+"""Storage backends behind one protocol (:mod:`chronomem.store.base`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import InvalidInputError
+from .base import Store
+
+__all__ = ["Store", "open_store"]
+
+
+def open_store(url: str, *, clock: Any = None) -> Store:
+    """Open a server-backed store by URL."""
+    if url.startswith(("postgresql://", "postgres://")):
+        raise InvalidInputError(
+            "the PostgreSQL backend is not available in this release; use a SQLite path"
+        )
+    raise InvalidInputError(f"unsupported store URL {url!r}")

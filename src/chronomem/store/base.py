@@ -1,0 +1,212 @@
+"""The storage protocol. Everything backend-specific lives under ``store/``.
+
+The façade (:mod:`chronomem.memory`) and the write engine
+(:mod:`chronomem._engine`) work on :class:`Row` objects — one row per
+system-time version of a fact, times as integer UTC microseconds with the
+``MIN_US`` / ``MAX_US`` sentinels — and on the small set of primitives below.
+A backend implements :class:`Store` and :class:`WriteTx`; the contract test
+suite runs unchanged against each implementation.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Literal, Protocol, Sequence
+
+from ..timeutil import MAX_US
+
+__all__ = ["EntityRecord", "FactQuery", "PredicateRecord", "Row", "Store", "WriteTx", "ObjKey"]
+
+ObjKey = tuple[int | None, str | None]
+
+
+class Row:
+    """One version of a fact, as stored. Mutable only inside the write engine,
+    and only for versions that the running transaction created."""
+
+    __slots__ = (
+        "rowid", "fact_id", "version", "ns_id", "subject_id", "predicate_id",
+        "object_id", "object_lit", "vf", "vf_prec", "vt", "vt_prec", "sf", "st",
+        "confidence", "source", "episode_id", "properties", "invalidated_by",
+        "close_kind", "closed_by", "subject_name", "predicate_name", "object_name",
+    )
+
+    def __init__(
+        self,
+        rowid: int | None,
+        fact_id: str,
+        version: int,
+        ns_id: int,
+        subject_id: int,
+        predicate_id: int,
+        object_id: int | None,
+        object_lit: str | None,
+        vf: int,
+        vf_prec: int,
+        vt: int,
+        vt_prec: int,
+        sf: int,
+        st: int = MAX_US,
+        confidence: float = 1.0,
+        source: str | None = None,
+        episode_id: str | None = None,
+        properties: str | None = None,
+        invalidated_by: str | None = None,
+        close_kind: str | None = None,
+        closed_by: str | None = None,
+        subject_name: str | None = None,
+        predicate_name: str | None = None,
+        object_name: str | None = None,
+    ) -> None:
+        self.rowid = rowid
+        self.fact_id = fact_id
+        self.version = version
+        self.ns_id = ns_id
+        self.subject_id = subject_id
+        self.predicate_id = predicate_id
+        self.object_id = object_id
+        self.object_lit = object_lit
+        self.vf = vf
+        self.vf_prec = vf_prec
+        self.vt = vt
+        self.vt_prec = vt_prec
+        self.sf = sf
+        self.st = st
+        self.confidence = confidence
+        self.source = source
+        self.episode_id = episode_id
+        self.properties = properties
+        self.invalidated_by = invalidated_by
+        self.close_kind = close_kind
+        self.closed_by = closed_by
+        self.subject_name = subject_name
+        self.predicate_name = predicate_name
+        self.object_name = object_name
+
+    @property
+    def okey(self) -> ObjKey:
+        return (self.object_id, self.object_lit)
+
+    def copy(self, **changes: Any) -> "Row":
+        new = Row.__new__(Row)
+        for name in Row.__slots__:
+            setattr(new, name, changes.get(name, getattr(self, name)))
+        return new
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return (
+            f"Row({self.fact_id[:8]} v{self.version} s={self.subject_id} p={self.predicate_id} "
+            f"o={self.object_id or self.object_lit} [{self.vf},{self.vt}) sys[{self.sf},{self.st}))"
+        )
+
+
+# Column order shared by every backend for fact rows.
+FACT_COLUMNS = (
+    "rowid", "fact_id", "version", "ns_id", "subject_id", "predicate_id", "object_id",
+    "object_lit", "valid_from", "valid_from_prec", "valid_to", "valid_to_prec",
+    "system_from", "system_to", "confidence", "source", "episode_id", "properties",
+    "invalidated_by", "close_kind", "closed_by",
+)
+
+
+@dataclass(frozen=True)
+class EntityRecord:
+    id: int
+    ns_id: int
+    key: str
+    name: str
+    type: str | None
+    properties: str | None
+    created_at: int
+    aliases: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PredicateRecord:
+    id: int
+    ns_id: int
+    key: str
+    name: str
+    cardinality: str
+    inverse: str | None
+    description: str | None
+    declared: bool
+    aliases: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class FactQuery:
+    """A read of fact versions. ``known_at=None`` means "as currently believed"."""
+
+    ns_id: int
+    subject_ids: Sequence[int] | None = None
+    predicate_ids: Sequence[int] | None = None
+    object_id: int | None = None
+    object_lit: str | None = None
+    direction: Literal["out", "in", "both"] = "out"
+    as_of: int | None = None
+    known_at: int | None = None
+    all_versions: bool = False
+    overlap: tuple[int, int] | None = None
+    fact_ids: Sequence[str] | None = None
+    limit: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class WriteTx(Protocol):
+    """Primitives available inside one atomic write transaction."""
+
+    now: int
+
+    # entities and names
+    def entity_id(self, ns_id: int, key: str) -> int | None: ...
+    def create_entity(self, ns_id: int, key: str, name: str, type: str | None, properties: str | None) -> int: ...
+    def update_entity(self, entity_id: int, type: str | None, properties: str | None) -> None: ...
+    def add_entity_key(self, ns_id: int, key: str, entity_id: int, alias_name: str | None) -> None: ...
+    def move_entity_keys(self, from_id: int, to_id: int) -> list[str]: ...
+    def set_entity_keys(self, ns_id: int, keys: Sequence[str], entity_id: int) -> None: ...
+    def is_new_entity(self, entity_id: int) -> bool: ...
+    def predicate(self, ns_id: int, key: str) -> PredicateRecord | None: ...
+    def create_predicate(self, ns_id: int, key: str, name: str) -> PredicateRecord: ...
+    def define_predicate(self, ns_id: int, key: str, name: str, cardinality: str, inverse: str | None, description: str | None, aliases: Sequence[tuple[str, str]]) -> PredicateRecord: ...
+
+    # fact versions
+    def believed_rows(self, subject_id: int, predicate_id: int) -> list[Row]: ...
+    def rows_of_fact(self, fact_id: str) -> list[Row]: ...
+    def rows_closed_by(self, ns_id: int, closed_by: str) -> list[Row]: ...
+    def believed_rows_touching_entity(self, entity_id: int) -> list[Row]: ...
+    def insert_rows(self, rows: Sequence[Row]) -> None: ...
+    def close_rows(self, closes: Sequence[tuple[int, str, str | None]]) -> None: ...
+    def add_sources(self, items: Sequence[tuple[str, str | None, str | None]]) -> None: ...
+    def record_operation(self, op_id: str, ns_id: int, kind: str, payload: str) -> None: ...
+    def operation(self, op_id: str) -> tuple[str, str, int | None] | None: ...
+    def mark_operation_undone(self, op_id: str) -> None: ...
+    def erase_fact(self, fact_id: str) -> int: ...
+    def erase_entity(self, entity_id: int) -> int: ...
+    def log_erasure(self, ns_id: int, kind: str, versions: int, reason: str | None) -> None: ...
+
+
+class Store(Protocol):
+    """A storage backend. Opened once per :class:`~chronomem.Memory`."""
+
+    url: str
+
+    def write(self) -> AbstractContextManager[WriteTx]: ...
+    def read(self) -> AbstractContextManager[Any]: ...
+    def namespace_id(self, name: str, create: bool = True) -> int | None: ...
+    def namespaces(self) -> list[str]: ...
+    def entity_id(self, ns_id: int, key: str) -> int | None: ...
+    def entity(self, entity_id: int) -> EntityRecord | None: ...
+    def entities_by_key_substring(self, ns_id: int, text: str, limit: int) -> list[EntityRecord]: ...
+    def predicate(self, ns_id: int, key: str) -> PredicateRecord | None: ...
+    def predicate_by_id(self, predicate_id: int) -> PredicateRecord | None: ...
+    def predicates(self, ns_id: int) -> list[PredicateRecord]: ...
+    def query(self, q: FactQuery) -> list[Row]: ...
+    def query_sql(self, q: FactQuery) -> tuple[str, list[Any]]: ...
+    def iter_rows(self, ns_id: int, batch: int = 10000) -> Iterable[Row]: ...
+    def sources(self, fact_ids: Sequence[str]) -> list[tuple[str, str | None, str | None, int]]: ...
+    def entities(self, ns_id: int) -> list[EntityRecord]: ...
+    def stats(self, ns_id: int, now: int) -> dict[str, int]: ...
+    def last_system_time(self) -> int: ...
+    def close(self) -> None: ...

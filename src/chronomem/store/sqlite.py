@@ -1,0 +1,665 @@
+"""The embedded SQLite backend (the default).
+
+One file, WAL journal, ``busy_timeout``; every write runs in a
+``BEGIN IMMEDIATE`` transaction through this object's single connection, so
+writers from several processes serialize on SQLite's lock and never interleave.
+
+Durability: ``synchronous=NORMAL`` in WAL mode (the default here). A committed
+transaction is in the WAL file before ``commit()`` returns, so it survives
+``kill -9`` of the process. A power loss or OS crash can lose the last
+transactions committed since the last checkpoint-sync, but never corrupts the
+database. ``durability="full"`` (``synchronous=FULL``) fsyncs every commit and
+also survives power loss.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from ..errors import SchemaVersionError, StoreError, StoreLockedError
+from ..timeutil import MAX_US, SystemClock, to_us
+from .base import FACT_COLUMNS, EntityRecord, FactQuery, PredicateRecord, Row
+from .migrations import load_migrations
+
+__all__ = ["SQLiteStore"]
+
+log = logging.getLogger("chronomem.store.sqlite")
+
+_SELECT_FACT = (
+    "SELECT f.rowid, f.fact_id, f.version, f.ns_id, f.subject_id, f.predicate_id, f.object_id, "
+    "f.object_lit, f.valid_from, f.valid_from_prec, f.valid_to, f.valid_to_prec, f.system_from, "
+    "f.system_to, f.confidence, f.source, f.episode_id, f.properties, f.invalidated_by, "
+    "f.close_kind, f.closed_by, s.name, p.name, o.name "
+    "FROM facts f JOIN entities s ON s.id = f.subject_id JOIN predicates p ON p.id = f.predicate_id "
+    "LEFT JOIN entities o ON o.id = f.object_id"
+)
+_RAW_COLS = ", ".join(FACT_COLUMNS)
+_INSERT_FACT = (
+    "INSERT INTO facts (fact_id, version, ns_id, subject_id, predicate_id, object_id, object_lit, "
+    "valid_from, valid_from_prec, valid_to, valid_to_prec, system_from, system_to, confidence, "
+    "source, episode_id, properties, invalidated_by, close_kind, closed_by) "
+    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+)
+
+
+def _row(r: Sequence[Any]) -> Row:
+    return Row(*r)
+
+
+class _SQLiteTx:
+    """Write primitives bound to an open ``BEGIN IMMEDIATE`` transaction."""
+
+    def __init__(self, store: "SQLiteStore", now: int) -> None:
+        self.store = store
+        self.con = store._con
+        self.now = now
+        self._new_entities: set[int] = set()
+
+    # -- entities -------------------------------------------------------
+    def entity_id(self, ns_id: int, key: str) -> int | None:
+        return self.store._entity_id(ns_id, key)
+
+    def create_entity(self, ns_id: int, key: str, name: str, type: str | None, properties: str | None) -> int:
+        cur = self.con.execute(
+            "INSERT INTO entities (ns_id, key, name, type, properties, created_at) VALUES (?,?,?,?,?,?)",
+            (ns_id, key, name, type, properties, self.now),
+        )
+        eid = int(cur.lastrowid or 0)
+        self.con.execute("INSERT INTO entity_keys (ns_id, key, entity_id) VALUES (?,?,?)", (ns_id, key, eid))
+        self.store._entity_cache[(ns_id, key)] = eid
+        self._new_entities.add(eid)
+        return eid
+
+    def is_new_entity(self, entity_id: int) -> bool:
+        return entity_id in self._new_entities
+
+    def update_entity(self, entity_id: int, type: str | None, properties: str | None) -> None:
+        self.con.execute(
+            "UPDATE entities SET type = COALESCE(?, type), properties = COALESCE(?, properties) WHERE id = ?",
+            (type, properties, entity_id),
+        )
+
+    def add_entity_key(self, ns_id: int, key: str, entity_id: int, alias_name: str | None) -> None:
+        self.con.execute(
+            "INSERT OR REPLACE INTO entity_keys (ns_id, key, entity_id, alias_name) VALUES (?,?,?,?)",
+            (ns_id, key, entity_id, alias_name),
+        )
+        self.store._entity_cache[(ns_id, key)] = entity_id
+
+    def move_entity_keys(self, from_id: int, to_id: int) -> list[str]:
+        keys = [k for (k,) in self.con.execute("SELECT key FROM entity_keys WHERE entity_id = ?", (from_id,))]
+        self.con.execute("UPDATE entity_keys SET entity_id = ? WHERE entity_id = ?", (to_id, from_id))
+        self.store._entity_cache.clear()
+        return keys
+
+    def set_entity_keys(self, ns_id: int, keys: Sequence[str], entity_id: int) -> None:
+        self.con.executemany(
+            "UPDATE entity_keys SET entity_id = ? WHERE ns_id = ? AND key = ?",
+            [(entity_id, ns_id, k) for k in keys],
+        )
+        self.store._entity_cache.clear()
+
+    # -- predicates -----------------------------------------------------
+    def predicate(self, ns_id: int, key: str) -> PredicateRecord | None:
+        return self.store.predicate(ns_id, key)
+
+    def create_predicate(self, ns_id: int, key: str, name: str) -> PredicateRecord:  # noqa: D102
+        cur = self.con.execute(
+            "INSERT INTO predicates (ns_id, key, name) VALUES (?,?,?)", (ns_id, key, name)
+        )
+        pid = int(cur.lastrowid or 0)
+        self.con.execute("INSERT INTO predicate_keys (ns_id, key, predicate_id) VALUES (?,?,?)", (ns_id, key, pid))
+        rec = PredicateRecord(pid, ns_id, key, name, "many", None, None, False)
+        self.store._pred_cache[(ns_id, key)] = rec
+        return rec
+
+    def define_predicate(
+        self,
+        ns_id: int,
+        key: str,
+        name: str,
+        cardinality: str,
+        inverse: str | None,
+        description: str | None,
+        aliases: Sequence[tuple[str, str]],
+    ) -> PredicateRecord:
+        existing = self.store.predicate(ns_id, key)
+        if existing is None:
+            pid = self.create_predicate(ns_id, key, name).id
+        else:
+            pid = existing.id
+        self.con.execute(
+            "UPDATE predicates SET cardinality = ?, inverse = ?, description = ?, declared = 1 WHERE id = ?",
+            (cardinality, inverse, description, pid),
+        )
+        for akey, aname in aliases:
+            self.con.execute(
+                "INSERT OR REPLACE INTO predicate_keys (ns_id, key, predicate_id, alias_name) VALUES (?,?,?,?)",
+                (ns_id, akey, pid, aname),
+            )
+        self.store._pred_cache.clear()
+        rec = self.store.predicate(ns_id, key)
+        assert rec is not None
+        return rec
+
+    # -- fact versions --------------------------------------------------
+    def believed_rows(self, subject_id: int, predicate_id: int) -> list[Row]:
+        cur = self.con.execute(
+            f"SELECT {_RAW_COLS} FROM facts WHERE subject_id = ? AND system_to = {MAX_US} AND predicate_id = ?",
+            (subject_id, predicate_id),
+        )
+        return [Row(*r) for r in cur]
+
+    def rows_of_fact(self, fact_id: str) -> list[Row]:
+        cur = self.con.execute(f"SELECT {_RAW_COLS} FROM facts WHERE fact_id = ? ORDER BY version", (fact_id,))
+        return [Row(*r) for r in cur]
+
+    def rows_closed_by(self, ns_id: int, closed_by: str) -> list[Row]:
+        cur = self.con.execute(
+            f"SELECT {_RAW_COLS} FROM facts WHERE closed_by = ? AND ns_id = ? ORDER BY rowid", (closed_by, ns_id)
+        )
+        return [Row(*r) for r in cur]
+
+    def believed_rows_touching_entity(self, entity_id: int) -> list[Row]:
+        cur = self.con.execute(
+            f"SELECT {_RAW_COLS} FROM facts WHERE subject_id = ? AND system_to = {MAX_US} "
+            f"UNION SELECT {_RAW_COLS} FROM facts WHERE object_id = ? AND system_to = {MAX_US} ORDER BY 1",
+            (entity_id, entity_id),
+        )
+        return [Row(*r) for r in cur]
+
+    def insert_rows(self, rows: Sequence[Row]) -> None:
+        self.con.executemany(
+            _INSERT_FACT,
+            [
+                (
+                    r.fact_id, r.version, r.ns_id, r.subject_id, r.predicate_id, r.object_id, r.object_lit,
+                    r.vf, r.vf_prec, r.vt, r.vt_prec, r.sf, r.st, r.confidence, r.source, r.episode_id,
+                    r.properties, r.invalidated_by, r.close_kind, r.closed_by,
+                )
+                for r in rows
+            ],
+        )
+
+    def close_rows(self, closes: Sequence[tuple[int, str, str | None]]) -> None:
+        self.con.executemany(
+            f"UPDATE facts SET system_to = ?, close_kind = ?, closed_by = ? WHERE rowid = ? AND system_to = {MAX_US}",
+            [(self.now, kind, by, rowid) for rowid, kind, by in closes],
+        )
+
+    def add_sources(self, items: Sequence[tuple[str, str | None, str | None]]) -> None:
+        self.con.executemany(
+            "INSERT INTO fact_sources (fact_id, source, episode_id, recorded_at) VALUES (?,?,?,?)",
+            [(fid, src, ep, self.now) for fid, src, ep in items],
+        )
+
+    def record_operation(self, op_id: str, ns_id: int, kind: str, payload: str) -> None:
+        self.con.execute(
+            "INSERT INTO operations (id, ns_id, kind, at, payload) VALUES (?,?,?,?,?)",
+            (op_id, ns_id, kind, self.now, payload),
+        )
+
+    def operation(self, op_id: str) -> tuple[str, str, int | None] | None:
+        row = self.con.execute("SELECT kind, payload, undone_at FROM operations WHERE id = ?", (op_id,)).fetchone()
+        return None if row is None else (row[0], row[1], row[2])
+
+    def mark_operation_undone(self, op_id: str) -> None:
+        self.con.execute("UPDATE operations SET undone_at = ? WHERE id = ?", (self.now, op_id))
+
+    def erase_fact(self, fact_id: str) -> int:
+        n = self.con.execute("DELETE FROM facts WHERE fact_id = ?", (fact_id,)).rowcount
+        self.con.execute("DELETE FROM fact_sources WHERE fact_id = ?", (fact_id,))
+        return int(n)
+
+    def erase_entity(self, entity_id: int) -> int:
+        ids = [
+            fid
+            for (fid,) in self.con.execute(
+                "SELECT DISTINCT fact_id FROM facts WHERE subject_id = ? OR object_id = ?", (entity_id, entity_id)
+            )
+        ]
+        n = 0
+        for fid in ids:
+            n += self.erase_fact(fid)
+        self.con.execute("DELETE FROM entity_keys WHERE entity_id = ?", (entity_id,))
+        self.con.execute("DELETE FROM entities WHERE id = ?", (entity_id,))
+        self.store._entity_cache.clear()
+        return n
+
+    def log_erasure(self, ns_id: int, kind: str, versions: int, reason: str | None) -> None:
+        self.con.execute(
+            "INSERT INTO erasures (ns_id, kind, erased_at, versions, reason) VALUES (?,?,?,?,?)",
+            (ns_id, kind, self.now, versions, reason),
+        )
+
+
+class SQLiteStore:
+    """SQLite implementation of :class:`~chronomem.store.base.Store`."""
+
+    backend = "sqlite"
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        clock: Any = None,
+        durability: str = "normal",
+        busy_timeout: float = 30.0,
+    ) -> None:
+        self.path = path
+        self.url = "sqlite:///" + path if path != ":memory:" else "sqlite://:memory:"
+        self._clock = clock or SystemClock()
+        self._lock = threading.RLock()
+        if path != ":memory:":
+            parent = Path(path).expanduser().resolve().parent
+            if not parent.exists():
+                parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._con = sqlite3.connect(
+                path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open SQLite database {path!r}: {exc}") from None
+        self._busy_ms = int(busy_timeout * 1000)
+        if durability not in ("normal", "full"):
+            raise StoreError(f"durability must be 'normal' or 'full', not {durability!r}")
+        self.durability = durability
+        con = self._con
+        try:
+            con.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
+            if path != ":memory:":
+                con.execute("PRAGMA journal_mode = WAL")
+            con.execute(f"PRAGMA synchronous = {'FULL' if durability == 'full' else 'NORMAL'}")
+            con.execute("PRAGMA foreign_keys = OFF")
+            con.execute("PRAGMA cache_size = -65536")
+            con.execute("PRAGMA temp_store = MEMORY")
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{path!r} is not a usable SQLite database: {exc}") from None
+        self._entity_cache: dict[tuple[int, str], int] = {}
+        self._pred_cache: dict[tuple[int, str], PredicateRecord] = {}
+        self._data_version = -1
+        self._migrate()
+
+    # -- lifecycle ------------------------------------------------------
+    def _migrate(self) -> None:
+        migrations = load_migrations("sqlite")
+        with self._lock:
+            con = self._con
+            self._begin_immediate()
+            try:
+                con.execute(
+                    "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
+                    "name TEXT NOT NULL, applied_at INTEGER NOT NULL)"
+                )
+                done = {v for (v,) in con.execute("SELECT version FROM schema_migrations")}
+                latest = max(n for n, _, _ in migrations)
+                if done and max(done) > latest:
+                    raise SchemaVersionError(
+                        f"database schema version {max(done)} is newer than this chronomem ({latest}); upgrade chronomem"
+                    )
+                for number, name, sql in migrations:
+                    if number in done:
+                        continue
+                    log.info("applying migration %s", name)
+                    for statement in _split_sql(sql):
+                        con.execute(statement)
+                    con.execute(
+                        "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?,?,?)",
+                        (number, name, to_us(self._clock())),
+                    )
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+
+    def schema_version(self) -> int:
+        row = self._con.execute("SELECT max(version) FROM schema_migrations").fetchone()
+        return int(row[0] or 0)
+
+    def close(self) -> None:
+        with self._lock:
+            try:
+                self._con.close()
+            except sqlite3.Error:  # pragma: no cover
+                pass
+
+    # -- transactions ---------------------------------------------------
+    def _begin_immediate(self) -> None:
+        try:
+            self._con.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise StoreLockedError(f"database is locked by another writer: {exc}") from None
+            raise StoreError(str(exc)) from None
+
+    def _check_caches(self) -> None:
+        version = self._con.execute("PRAGMA data_version").fetchone()[0]
+        if version != self._data_version:
+            self._entity_cache.clear()
+            self._pred_cache.clear()
+            self._data_version = version
+
+    def last_system_time(self) -> int:
+        row = self._con.execute("SELECT value FROM meta WHERE key = 'last_system_time'").fetchone()
+        return int(row[0]) if row else -(2**63)
+
+    @contextmanager
+    def write(self) -> Iterator[_SQLiteTx]:
+        with self._lock:
+            self._begin_immediate()
+            try:
+                self._check_caches()
+                now = max(to_us(self._clock()), self.last_system_time() + 1)
+                self._con.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('last_system_time', ?)", (str(now),)
+                )
+                tx = _SQLiteTx(self, now)
+                yield tx
+                self._con.execute("COMMIT")
+            except BaseException:
+                try:
+                    self._con.execute("ROLLBACK")
+                finally:
+                    self._entity_cache.clear()
+                    self._pred_cache.clear()
+                raise
+            finally:
+                # our own commits do not change data_version; re-read it so the
+                # caches stay valid until another connection writes
+                self._data_version = self._con.execute("PRAGMA data_version").fetchone()[0]
+
+    @contextmanager
+    def read(self) -> Iterator[None]:
+        """A consistent snapshot for several statements."""
+        with self._lock:
+            self._con.execute("BEGIN")
+            try:
+                self._check_caches()
+                yield None
+            finally:
+                self._con.execute("COMMIT")
+
+    # -- names ----------------------------------------------------------
+    def namespace_id(self, name: str, create: bool = True) -> int | None:
+        with self._lock:
+            row = self._con.execute("SELECT id FROM namespaces WHERE name = ?", (name,)).fetchone()
+            if row:
+                return int(row[0])
+            if not create:
+                return None
+            with self.write() as tx:
+                row = self._con.execute("SELECT id FROM namespaces WHERE name = ?", (name,)).fetchone()
+                if row:
+                    return int(row[0])
+                cur = self._con.execute(
+                    "INSERT INTO namespaces (name, created_at) VALUES (?, ?)", (name, tx.now)
+                )
+                return int(cur.lastrowid or 0)
+
+    def namespaces(self) -> list[str]:
+        with self._lock:
+            return [n for (n,) in self._con.execute("SELECT name FROM namespaces ORDER BY name")]
+
+    def _entity_id(self, ns_id: int, key: str) -> int | None:
+        cached = self._entity_cache.get((ns_id, key))
+        if cached is not None:
+            return cached
+        row = self._con.execute(
+            "SELECT entity_id FROM entity_keys WHERE ns_id = ? AND key = ?", (ns_id, key)
+        ).fetchone()
+        if row is None:
+            return None
+        self._entity_cache[(ns_id, key)] = int(row[0])
+        return int(row[0])
+
+    def entity_id(self, ns_id: int, key: str) -> int | None:
+        with self._lock:
+            self._check_caches()
+            return self._entity_id(ns_id, key)
+
+    def _entity_record(self, r: Sequence[Any]) -> EntityRecord:
+        aliases = tuple(
+            a for (a,) in self._con.execute(
+                "SELECT alias_name FROM entity_keys WHERE entity_id = ? AND alias_name IS NOT NULL ORDER BY alias_name",
+                (r[0],),
+            )
+        )
+        return EntityRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], aliases)
+
+    def entity(self, entity_id: int) -> EntityRecord | None:
+        with self._lock:
+            r = self._con.execute(
+                "SELECT id, ns_id, key, name, type, properties, created_at FROM entities WHERE id = ?", (entity_id,)
+            ).fetchone()
+            return None if r is None else self._entity_record(r)
+
+    def entities(self, ns_id: int) -> list[EntityRecord]:
+        with self._lock:
+            rows = self._con.execute(
+                "SELECT id, ns_id, key, name, type, properties, created_at FROM entities WHERE ns_id = ? ORDER BY id",
+                (ns_id,),
+            ).fetchall()
+            return [self._entity_record(r) for r in rows]
+
+    def entities_by_key_substring(self, ns_id: int, text: str, limit: int) -> list[EntityRecord]:
+        pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        with self._lock:
+            rows = self._con.execute(
+                "SELECT DISTINCT e.id, e.ns_id, e.key, e.name, e.type, e.properties, e.created_at "
+                "FROM entity_keys k JOIN entities e ON e.id = k.entity_id "
+                "WHERE k.ns_id = ? AND (k.key LIKE ? ESCAPE '\\' OR lower(e.name) LIKE lower(?) ESCAPE '\\') "
+                "ORDER BY e.id LIMIT ?",
+                (ns_id, pattern, pattern, limit),
+            ).fetchall()
+            return [self._entity_record(r) for r in rows]
+
+    def _pred_record(self, r: Sequence[Any]) -> PredicateRecord:
+        aliases = tuple(
+            a for (a,) in self._con.execute(
+                "SELECT alias_name FROM predicate_keys WHERE predicate_id = ? AND alias_name IS NOT NULL ORDER BY alias_name",
+                (r[0],),
+            )
+        )
+        return PredicateRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7]), aliases)
+
+    def predicate(self, ns_id: int, key: str) -> PredicateRecord | None:
+        with self._lock:
+            self._check_caches()
+            cached = self._pred_cache.get((ns_id, key))
+            if cached is not None:
+                return cached
+            r = self._con.execute(
+                "SELECT p.id, p.ns_id, p.key, p.name, p.cardinality, p.inverse, p.description, p.declared "
+                "FROM predicate_keys k JOIN predicates p ON p.id = k.predicate_id WHERE k.ns_id = ? AND k.key = ?",
+                (ns_id, key),
+            ).fetchone()
+            if r is None:
+                return None
+            rec = self._pred_record(r)
+            self._pred_cache[(ns_id, key)] = rec
+            return rec
+
+    def predicate_by_id(self, predicate_id: int) -> PredicateRecord | None:
+        with self._lock:
+            r = self._con.execute(
+                "SELECT id, ns_id, key, name, cardinality, inverse, description, declared FROM predicates WHERE id = ?",
+                (predicate_id,),
+            ).fetchone()
+            return None if r is None else self._pred_record(r)
+
+    def predicates(self, ns_id: int) -> list[PredicateRecord]:
+        with self._lock:
+            rows = self._con.execute(
+                "SELECT id, ns_id, key, name, cardinality, inverse, description, declared FROM predicates "
+                "WHERE ns_id = ? ORDER BY key",
+                (ns_id,),
+            ).fetchall()
+            return [self._pred_record(r) for r in rows]
+
+    # -- fact reads -----------------------------------------------------
+    def query_sql(self, q: FactQuery) -> tuple[str, list[Any]]:
+        """The SQL and parameters :meth:`query` runs for ``q``."""
+        common: list[str] = []
+        cparams: list[Any] = []
+        if not q.all_versions:
+            if q.known_at is None:
+                common.append(f"f.system_to = {MAX_US}")
+            else:
+                common.append("f.system_from <= ? AND f.system_to > ?")
+                cparams += [q.known_at, q.known_at]
+        if q.as_of is not None:
+            common.append("f.valid_from <= ? AND f.valid_to > ?")
+            cparams += [q.as_of, q.as_of]
+        if q.overlap is not None:
+            common.append("f.valid_from < ? AND f.valid_to > ?")
+            cparams += [q.overlap[1], q.overlap[0]]
+        if q.predicate_ids is not None:
+            common.append(_in("f.predicate_id", q.predicate_ids))
+            cparams += list(q.predicate_ids)
+        if q.fact_ids is not None:
+            common.append(_in("f.fact_id", q.fact_ids))
+            cparams += list(q.fact_ids)
+        branches: list[tuple[list[str], list[Any]]] = []
+        if q.subject_ids is None:
+            where = ["f.ns_id = ?"]
+            params: list[Any] = [q.ns_id]
+            if q.object_id is not None:
+                where.append("f.object_id = ?")
+                params.append(q.object_id)
+            if q.object_lit is not None:
+                where.append("f.object_lit = ?")
+                params.append(q.object_lit)
+            branches.append((where, params))
+        else:
+            if q.direction in ("out", "both"):
+                where = [_in("f.subject_id", q.subject_ids)]
+                params = list(q.subject_ids)
+                if q.object_id is not None:
+                    where.append("f.object_id = ?")
+                    params.append(q.object_id)
+                if q.object_lit is not None:
+                    where.append("f.object_lit = ?")
+                    params.append(q.object_lit)
+                branches.append((where, params))
+            if q.direction in ("in", "both"):
+                where = [_in("f.object_id", q.subject_ids)]
+                params = list(q.subject_ids)
+                if q.object_id is not None:
+                    where.append("f.subject_id = ?")
+                    params.append(q.object_id)
+                if q.direction == "both":
+                    # a self-loop appears once
+                    where.append("NOT (" + _in("f.subject_id", q.subject_ids) + ")")
+                    params += list(q.subject_ids)
+                if q.object_lit is None:
+                    branches.append((where, params))
+        parts: list[str] = []
+        all_params: list[Any] = []
+        for where, params in branches:
+            parts.append(_SELECT_FACT + " WHERE " + " AND ".join(where + common))
+            all_params += params + cparams
+        if not parts:
+            return _SELECT_FACT + " WHERE 0", []
+        sql = " UNION ALL ".join(parts) if len(parts) > 1 else parts[0]
+        if len(parts) > 1:
+            sql = f"SELECT * FROM ({sql}) ORDER BY 9, 2, 3"
+        else:
+            sql += " ORDER BY f.valid_from, f.fact_id, f.version"
+        if q.limit is not None:
+            sql += " LIMIT ?"
+            all_params.append(q.limit)
+        return sql, all_params
+
+    def query(self, q: FactQuery) -> list[Row]:
+        sql, params = self.query_sql(q)
+        with self._lock:
+            return [Row(*r) for r in self._con.execute(sql, params)]
+
+    def iter_rows(self, ns_id: int, batch: int = 10000) -> Iterator[Row]:
+        last = -1
+        while True:
+            with self._lock:
+                rows = self._con.execute(
+                    _SELECT_FACT + " WHERE f.ns_id = ? AND f.rowid > ? ORDER BY f.rowid LIMIT ?",
+                    (ns_id, last, batch),
+                ).fetchall()
+            if not rows:
+                return
+            for r in rows:
+                yield Row(*r)
+            last = rows[-1][0]
+
+    def sources(self, fact_ids: Sequence[str]) -> list[tuple[str, str | None, str | None, int]]:
+        if not fact_ids:
+            return []
+        with self._lock:
+            return [
+                (r[0], r[1], r[2], r[3])
+                for r in self._con.execute(
+                    "SELECT fact_id, source, episode_id, recorded_at FROM fact_sources WHERE "
+                    + _in("fact_id", fact_ids) + " ORDER BY rowid",
+                    list(fact_ids),
+                )
+            ]
+
+    def stats(self, ns_id: int, now: int) -> dict[str, int]:
+        with self._lock:
+            con = self._con
+
+            def one(sql: str, *params: Any) -> int:
+                return int(con.execute(sql, params).fetchone()[0] or 0)
+
+            return {
+                "entities": one("SELECT count(*) FROM entities WHERE ns_id = ?", ns_id),
+                "predicates": one("SELECT count(*) FROM predicates WHERE ns_id = ?", ns_id),
+                "versions": one("SELECT count(*) FROM facts WHERE ns_id = ?", ns_id),
+                "facts": one(f"SELECT count(DISTINCT fact_id) FROM facts WHERE ns_id = ? AND system_to = {MAX_US}", ns_id),
+                "current": one(
+                    f"SELECT count(*) FROM facts WHERE ns_id = ? AND system_to = {MAX_US} AND valid_from <= ? AND valid_to > ?",
+                    ns_id, now, now,
+                ),
+                "retracted": one(
+                    "SELECT count(DISTINCT fact_id) FROM facts WHERE ns_id = ? AND close_kind = 'retracted'", ns_id
+                ),
+            }
+
+    def file_size(self) -> int:
+        if self.path == ":memory:":
+            return 0
+        total = 0
+        for suffix in ("", "-wal"):
+            try:
+                total += os.path.getsize(self.path + suffix)
+            except OSError:
+                pass
+        return total
+
+
+def _in(column: str, values: Sequence[Any]) -> str:
+    if len(values) == 1:
+        return f"{column} = ?"
+    return f"{column} IN ({','.join('?' * len(values))})"
+
+
+def _split_sql(script: str) -> list[str]:
+    statements: list[str] = []
+    buf: list[str] = []
+    for line in script.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("--") or not stripped:
+            continue
+        buf.append(line)
+        if stripped.endswith(";"):
+            stmt = "\n".join(buf).strip().rstrip(";")
+            if sqlite3.complete_statement(stmt + ";"):
+                statements.append(stmt)
+                buf = []
+    if buf:
+        statements.append("\n".join(buf))
+    return statements
