@@ -118,12 +118,11 @@ def conflicts(facts: Iterable[Fact], predicates: Mapping[str, Predicate]) -> lis
             continue
         p = predicates.get(predicate)
         kind = "cardinality" if p is not None and p.cardinality == "one" else "review"
-        lo_key = lambda f: f.valid_from or _dt.datetime.min.replace(tzinfo=_dt.timezone.utc)  # noqa: E731
-        fs.sort(key=lo_key)
+        fs.sort(key=_start_key)
         cluster: list[Fact] = [fs[0]]
         cluster_end = fs[0].valid_to
         for f in fs[1:]:
-            start = lo_key(f)
+            start = _start_key(f)
             if cluster_end is None or start < cluster_end:
                 cluster.append(f)
                 if cluster_end is not None and (f.valid_to is None or f.valid_to > cluster_end):
@@ -133,6 +132,13 @@ def conflicts(facts: Iterable[Fact], predicates: Mapping[str, Predicate]) -> lis
                 cluster, cluster_end = [f], f.valid_to
         _emit(out, subject, predicate, kind, cluster)
     return out
+
+
+_MIN_DT = _dt.datetime.min.replace(tzinfo=_dt.timezone.utc)
+
+
+def _start_key(f: Fact) -> _dt.datetime:
+    return f.valid_from or _MIN_DT
 
 
 def _emit(out: list[Conflict], subject: str, predicate: str, kind: str, cluster: list[Fact]) -> None:

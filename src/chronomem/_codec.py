@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-from typing import Any
+from typing import Any, Sequence
 
 from .errors import InvalidInputError
 from .models import Fact
 from .store.base import Row
 from .timeutil import MAX_US, MIN_US, Precision, TimePoint, format_us, from_us, parse_time
 
-__all__ = ["decode_literal", "encode_literal", "row_to_fact", "dump_props", "load_props"]
+__all__ = ["decode_literal", "encode_literal", "row_to_fact", "tuple_to_fact", "dump_props", "load_props"]
 
 _PRECS = {p.value: p for p in Precision}
 
@@ -80,26 +80,41 @@ def load_props(text: str | None) -> dict[str, Any]:
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 _US = _dt.timedelta(microseconds=1)
+_DT_CACHE: dict[int, _dt.datetime] = {}
+_new_fact = object.__new__
 
 
-def row_to_fact(r: Row, now: int, namespace: str) -> Fact:
+def _dt_of(us: int) -> _dt.datetime:
+    got = _DT_CACHE.get(us)
+    if got is None:
+        if len(_DT_CACHE) > 100_000:
+            _DT_CACHE.clear()
+        got = _DT_CACHE[us] = _EPOCH + us * _US
+    return got
+
+
+def row_to_fact(r: Row, now: int, namespace: str, timezone: str = "UTC") -> Fact:
+    """Build a :class:`Fact` from a stored row (hot path: fills ``__dict__``
+    directly instead of going through the frozen dataclass ``__init__``)."""
     vf = r.vf
     vt = r.vt
     st = r.st
     lit = r.object_lit
-    return Fact(
+    props = r.properties
+    f = _new_fact(Fact)
+    f.__dict__.update(
         id=r.fact_id,
         subject=r.subject_name or "",
         predicate=r.predicate_name or "",
         object=decode_literal(lit) if lit is not None else r.object_name,
-        valid_from=None if vf == MIN_US else _EPOCH + vf * _US,
-        valid_to=None if vt == MAX_US else _EPOCH + vt * _US,
-        system_from=_EPOCH + r.sf * _US,
-        system_to=None if st == MAX_US else _EPOCH + st * _US,
+        valid_from=None if vf == MIN_US else _dt_of(vf),
+        valid_to=None if vt == MAX_US else _dt_of(vt),
+        system_from=_dt_of(r.sf),
+        system_to=None if st == MAX_US else _dt_of(st),
         confidence=r.confidence,
         source=r.source,
         episode_id=r.episode_id,
-        properties=load_props(r.properties),
+        properties=load_props(props) if props else {},
         invalidated_by=r.invalidated_by,
         current=st == MAX_US and vf <= now < vt,
         literal=lit is not None,
@@ -108,4 +123,38 @@ def row_to_fact(r: Row, now: int, namespace: str) -> Fact:
         version=r.version,
         namespace=namespace,
         ended_reason=r.close_kind,
+        timezone=timezone,
     )
+    return f
+
+
+def tuple_to_fact(t: Sequence[Any], now: int, namespace: str, timezone: str = "UTC") -> Fact:
+    """Like :func:`row_to_fact`, from a raw result tuple in
+    ``store.base.FACT_COLUMNS`` order followed by the three names."""
+    (_rowid, fact_id, version, _ns, _s, _p, _o, lit, vf, vf_prec, vt, vt_prec, sf, st, confidence,
+     source, episode_id, props, invalidated_by, close_kind, _closed_by, sname, pname, oname) = t
+    f = _new_fact(Fact)
+    f.__dict__.update(
+        id=fact_id,
+        subject=sname or "",
+        predicate=pname or "",
+        object=decode_literal(lit) if lit is not None else oname,
+        valid_from=None if vf == MIN_US else _dt_of(vf),
+        valid_to=None if vt == MAX_US else _dt_of(vt),
+        system_from=_dt_of(sf),
+        system_to=None if st == MAX_US else _dt_of(st),
+        confidence=confidence,
+        source=source,
+        episode_id=episode_id,
+        properties=load_props(props) if props else {},
+        invalidated_by=invalidated_by,
+        current=st == MAX_US and vf <= now < vt,
+        literal=lit is not None,
+        valid_from_precision=None if vf == MIN_US else _PRECS[vf_prec],
+        valid_to_precision=None if vt == MAX_US else _PRECS[vt_prec],
+        version=version,
+        namespace=namespace,
+        ended_reason=close_kind,
+        timezone=timezone,
+    )
+    return f

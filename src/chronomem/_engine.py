@@ -42,6 +42,8 @@ class GroupState:
 
     def __init__(self, rows: Iterable[Row]) -> None:
         self.by_obj: dict[ObjKey, list[Row]] = {}
+        if not rows:
+            return
         for r in rows:
             self.by_obj.setdefault(r.okey, []).append(r)
         for lst in self.by_obj.values():
@@ -89,8 +91,7 @@ class TxWork:
         key = (subject_id, predicate_id)
         g = self.groups.get(key)
         if g is None:
-            g = GroupState(self._loader(subject_id, predicate_id))
-            self.groups[key] = g
+            g = self.groups[key] = GroupState(self._loader(subject_id, predicate_id))
         return g
 
     def close(self, g: GroupState, r: Row, kind: str, by: str | None) -> None:
@@ -130,6 +131,12 @@ class TxWork:
             if any(x is keep for x in kg.by_obj.get(keep.okey, ())):
                 self.close(kg, keep, "corrected", None)
         g = self.group(cand.subject_id, cand.predicate_id)
+        if not g.by_obj and keep is None:
+            # nothing believed for (subject, predicate): a plain insert
+            cand.st = MAX_US
+            g.by_obj[(cand.object_id, cand.object_lit)] = [cand]
+            self.new_rows[id(cand)] = cand
+            return cand, "inserted"
         lo, hi, hi_prec = cand.vf, cand.vt, cand.vt_prec
         okey = cand.okey
         others: list[Row] = []

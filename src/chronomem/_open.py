@@ -8,6 +8,7 @@ from typing import Any
 
 from .errors import InvalidInputError
 from .memory import Memory
+from .store.base import Store
 
 __all__ = ["open", "resolve_url"]
 
@@ -50,6 +51,7 @@ def open(
     ``clock`` supplies system time (tests pass a :class:`FakeClock`).
     """
     backend, location = resolve_url(target)
+    store: Store
     if backend == "sqlite":
         from .store.sqlite import SQLiteStore
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import logging
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Literal, Mapping, Sequence
 
 from . import _analysis
-from ._codec import dump_props, encode_literal, load_props, row_to_fact
+from ._codec import dump_props, encode_literal, load_props, row_to_fact, tuple_to_fact
+from ._candidates import CandidateBuilder
 from ._engine import TxWork
 from ._ids import new_id
 from .errors import (
@@ -43,16 +44,23 @@ from .models import (
 )
 from .normalize import normalize_key
 from .store.base import EntityRecord, FactQuery, PredicateRecord, Row, Store, WriteTx
-from .timeutil import MAX_US, MIN_US, Precision, TimeLike, TimePoint, from_us, get_timezone, parse_time, to_us
+from .timeutil import (
+    MAX_US,
+    MIN_US,
+    Precision,
+    TimeLike,
+    TimePoint,
+    from_us,
+    get_timezone,
+    parse_time,
+    timezone_name,
+    to_us,
+)
 
 __all__ = ["Memory"]
 
 log = logging.getLogger("chronomem")
 
-_FACT_KEYS = frozenset(
-    {"subject", "predicate", "object", "valid_from", "valid_to", "confidence", "source", "episode_id",
-     "properties", "supersede", "literal"}
-)
 _CORRECTABLE = frozenset(
     {"subject", "predicate", "object", "valid_from", "valid_to", "confidence", "source", "episode_id",
      "properties", "literal"}
@@ -74,6 +82,7 @@ class Memory:
         self._store = store
         self.namespace = namespace
         self.tz = get_timezone(timezone)
+        self._tzname = timezone_name(self.tz)
         self._clock = clock if clock is not None else getattr(store, "_clock", None)
         ns_id = store.namespace_id(namespace)
         assert ns_id is not None
@@ -152,59 +161,7 @@ class Memory:
 
     # -- writes ----------------------------------------------------------
     def _candidate(self, tx: WriteTx, item: Mapping[str, Any]) -> tuple[Row, bool]:
-        unknown = set(item) - _FACT_KEYS
-        if unknown:
-            raise InvalidInputError(f"unknown fact field(s): {', '.join(sorted(unknown))}")
-        for required in ("subject", "predicate", "object"):
-            if item.get(required) is None:
-                raise InvalidInputError(f"a fact needs {required!r}")
-        literal = bool(item.get("literal", False))
-        obj = item["object"]
-        subject_id = self._entity_for_write(tx, item["subject"], "subject")
-        pred = self._predicate_for_write(tx, item["predicate"])
-        if literal or not isinstance(obj, str):
-            object_id, object_lit = None, encode_literal(obj, self.tz)
-        else:
-            object_id, object_lit = self._entity_for_write(tx, obj, "object"), None
-        vf_raw, vt_raw = item.get("valid_from"), item.get("valid_to")
-        if vf_raw is None:
-            vf, vf_prec = MIN_US, 0
-        else:
-            tp = parse_time(vf_raw, "valid_from", self.tz)
-            vf, vf_prec = tp.us, int(tp.precision)
-        if vt_raw is None:
-            vt, vt_prec = MAX_US, 0
-        else:
-            tp = parse_time(vt_raw, "valid_to", self.tz)
-            vt, vt_prec = tp.us, int(tp.precision)
-        if vt <= vf:
-            raise InvalidIntervalError(
-                f"valid_to ({vt_raw}) must be after valid_from ({vf_raw}): intervals are half-open [from, to)"
-            )
-        confidence = item.get("confidence", 1.0)
-        if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 <= confidence <= 1.0:
-            raise InvalidInputError(f"confidence must be a number between 0 and 1, not {confidence!r}")
-        source = item.get("source")
-        if source is not None and not isinstance(source, str):
-            raise InvalidInputError(f"source must be a string, not {type(source).__name__}")
-        episode_id = item.get("episode_id")
-        if episode_id is not None and not isinstance(episode_id, str):
-            raise InvalidInputError(f"episode_id must be a string, not {type(episode_id).__name__}")
-        supersede = item.get("supersede")
-        if supersede is None:
-            single = pred.cardinality == "one"
-        else:
-            single = bool(supersede)
-            if not single and pred.cardinality == "one":
-                raise InvalidInputError(
-                    f"predicate {pred.name!r} is single-valued; supersede=False would leave two values valid at once"
-                )
-        row = Row(
-            None, new_id(), 1, self._ns, subject_id, pred.id, object_id, object_lit,
-            vf, vf_prec, vt, vt_prec, tx.now, MAX_US, float(confidence), source, episode_id,
-            dump_props(item.get("properties")),
-        )
-        return row, single
+        return CandidateBuilder(tx, self._ns, self.tz).build(item)
 
     def _work(self, tx: WriteTx) -> TxWork:
         fresh = tx.is_new_entity
@@ -230,7 +187,7 @@ class Memory:
         got = self._store.query(FactQuery(self._ns, fact_ids=[row.fact_id], all_versions=True))
         for r in got:
             if r.version == row.version:
-                return row_to_fact(r, self._now_us(), self.namespace)
+                return row_to_fact(r, self._now_us(), self.namespace, self._tzname)
         raise FactNotFoundError(f"fact {row.fact_id} vanished")  # pragma: no cover
 
     def add_fact(
@@ -279,6 +236,7 @@ class Memory:
         ids: list[str] = []
         with self._store.write() as tx:
             work = self._work(tx)
+            builder = CandidateBuilder(tx, self._ns, self.tz)
             for index, item in enumerate(items):
                 try:
                     if isinstance(item, Mapping):
@@ -289,7 +247,7 @@ class Memory:
                         raise InvalidInputError(
                             "an item must be a dict or a tuple (subject, predicate, object[, valid_from[, valid_to]])"
                         )
-                    cand, single = self._candidate(tx, mapping)
+                    cand, single = builder.build(mapping)
                 except InvalidInputError as exc:
                     raise type(exc)(f"item {index}: {exc}") if not hasattr(exc, "field") else exc
                 result, _status = work.place(cand, single=single)
@@ -363,7 +321,7 @@ class Memory:
         with self._store.write() as tx:
             work = self._work(tx)
             old = self._believed(tx, work, fact_id)
-            old_fact = row_to_fact(self._with_names(old), 0, self.namespace)
+            old_fact = row_to_fact(self._with_names(old), 0, self.namespace, self._tzname)
             item: dict[str, Any] = {
                 "subject": old_fact.subject, "predicate": old_fact.predicate, "object": old_fact.object,
                 "valid_from": None if old.vf == MIN_US else TimePoint(old.vf, Precision(old.vf_prec)),
@@ -570,7 +528,7 @@ class Memory:
 
     @staticmethod
     def _predicate_model(rec: PredicateRecord) -> Predicate:
-        card = "one" if rec.cardinality == "one" else "many"
+        card: Literal["one", "many"] = "one" if rec.cardinality == "one" else "many"
         return Predicate(
             name=rec.name, key=rec.key, cardinality=card, inverse=rec.inverse, aliases=rec.aliases,
             description=rec.description, declared=rec.declared,
@@ -636,7 +594,8 @@ class Memory:
             return []
         now = self._now_us()
         ns = self.namespace
-        return [row_to_fact(r, now, ns) for r in self._store.query(q)]
+        tzname = self._tzname
+        return [tuple_to_fact(t, now, ns, tzname) for t in self._store.query_tuples(q)]
 
     def facts(
         self,
@@ -701,15 +660,15 @@ class Memory:
         now = self._now_us()
         for r in rows:
             if (at is None and r.st == MAX_US) or (at is not None and r.sf <= at < r.st):
-                return row_to_fact(r, now, self.namespace)
+                return row_to_fact(r, now, self.namespace, self._tzname)
         last = max(rows, key=lambda r: r.version)
-        return row_to_fact(last, now, self.namespace)
+        return row_to_fact(last, now, self.namespace, self._tzname)
 
     def versions(self, fact_id: str) -> list[Fact]:
         """All versions of one fact, oldest first."""
         rows = self._store.query(FactQuery(self._ns, fact_ids=[fact_id], all_versions=True))
         now = self._now_us()
-        return sorted((row_to_fact(r, now, self.namespace) for r in rows), key=lambda f: f.version)
+        return sorted((row_to_fact(r, now, self.namespace, self._tzname) for r in rows), key=lambda f: f.version)
 
     def evidence(self, fact_id: str) -> list[Provenance]:
         """Every recorded source of a fact: its first source, then extra ones."""

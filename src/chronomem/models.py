@@ -7,7 +7,7 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
-from .timeutil import Precision, format_us, to_us
+from .timeutil import Precision, format_us, get_timezone, to_us
 
 __all__ = [
     "Conflict",
@@ -50,10 +50,10 @@ class _Dictable:
         return out
 
 
-def _render(dt: _dt.datetime | None, prec: Precision | None) -> str | None:
+def _render(dt: _dt.datetime | None, prec: Precision | None, tz: str = "UTC") -> str | None:
     if dt is None or prec is None:
         return None
-    return format_us(to_us(dt), prec)
+    return format_us(to_us(dt), prec, get_timezone(tz))
 
 
 @dataclass(frozen=True)
@@ -85,15 +85,17 @@ class Fact(_Dictable):
     version: int = 1
     namespace: str = "default"
     ended_reason: str | None = None
+    timezone: str = "UTC"
 
     @property
     def valid_from_text(self) -> str | None:
-        """``valid_from`` rendered at its precision, e.g. ``"2024-03"``."""
-        return _render(self.valid_from, self.valid_from_precision)
+        """``valid_from`` rendered at its precision in the memory's timezone,
+        e.g. ``"2024-03"``: as it was written."""
+        return _render(self.valid_from, self.valid_from_precision, self.timezone)
 
     @property
     def valid_to_text(self) -> str | None:
-        return _render(self.valid_to, self.valid_to_precision)
+        return _render(self.valid_to, self.valid_to_precision, self.timezone)
 
     @property
     def interval_text(self) -> str:

@@ -120,10 +120,27 @@ def get_timezone(name: str | _dt.tzinfo | None) -> _dt.tzinfo:
         return name
     if name.upper() in ("UTC", "Z"):
         return UTC
+    m = re.fullmatch(r"([+-])(\d{2}):?(\d{2})", name)
+    if m:
+        delta = _dt.timedelta(hours=int(m.group(2)), minutes=int(m.group(3)))
+        return _dt.timezone(-delta if m.group(1) == "-" else delta)
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
         raise InvalidInputError(f"unknown timezone {name!r}") from None
+
+
+def timezone_name(tz: _dt.tzinfo) -> str:
+    """A name :func:`get_timezone` reads back: IANA key, ``UTC`` or ``+HH:MM``."""
+    key = getattr(tz, "key", None)
+    if isinstance(key, str):
+        return key
+    off = tz.utcoffset(None)
+    if off is None or off == _dt.timedelta(0):
+        return "UTC"
+    total = int(off.total_seconds() // 60)
+    sign = "-" if total < 0 else "+"
+    return f"{sign}{abs(total) // 60:02d}:{abs(total) % 60:02d}"
 
 
 def to_us(dt: _dt.datetime) -> int:

@@ -107,7 +107,8 @@ class _SQLiteTx:
 
     # -- predicates -----------------------------------------------------
     def predicate(self, ns_id: int, key: str) -> PredicateRecord | None:
-        return self.store.predicate(ns_id, key)
+        cached = self.store._pred_cache.get((ns_id, key))
+        return cached if cached is not None else self.store.predicate(ns_id, key)
 
     def create_predicate(self, ns_id: int, key: str, name: str) -> PredicateRecord:  # noqa: D102
         cur = self.con.execute(
@@ -199,6 +200,30 @@ class _SQLiteTx:
             [(fid, src, ep, self.now) for fid, src, ep in items],
         )
 
+    # -- raw restore (JSONL import) --------------------------------------
+    def insert_entity(
+        self, ns_id: int, key: str, name: str, type: str | None, properties: str | None, created_at: int
+    ) -> int:
+        """Insert an entity row as exported (no key row: add keys with :meth:`add_entity_key`)."""
+        cur = self.con.execute(
+            "INSERT INTO entities (ns_id, key, name, type, properties, created_at) VALUES (?,?,?,?,?,?)",
+            (ns_id, key, name, type, properties, created_at),
+        )
+        eid = int(cur.lastrowid or 0)
+        self._new_entities.add(eid)
+        return eid
+
+    def insert_sources(self, items: Sequence[tuple[str, str | None, str | None, int]]) -> None:
+        """Insert evidence rows with their original ``recorded_at``."""
+        self.con.executemany(
+            "INSERT INTO fact_sources (fact_id, source, episode_id, recorded_at) VALUES (?,?,?,?)", list(items)
+        )
+
+    def note_system_time(self, us: int) -> None:
+        """Make later transactions start after ``us`` (imported system times)."""
+        if us > self.store.last_system_time():
+            self.con.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('last_system_time', ?)", (str(us),))
+
     def record_operation(self, op_id: str, ns_id: int, kind: str, payload: str) -> None:
         self.con.execute(
             "INSERT INTO operations (id, ns_id, kind, at, payload) VALUES (?,?,?,?,?)",
@@ -281,6 +306,12 @@ class SQLiteStore:
             con.execute("PRAGMA temp_store = MEMORY")
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{path!r} is not a usable SQLite database: {exc}") from None
+        self._checkpointer: _Checkpointer | None = None
+        if path != ":memory:":
+            # The writer never checkpoints (that is where SQLite fsyncs in WAL
+            # mode); a background thread with its own connection does.
+            con.execute("PRAGMA wal_autocheckpoint = 0")
+            self._checkpointer = _Checkpointer(path, self._busy_ms)
         self._entity_cache: dict[tuple[int, str], int] = {}
         self._pred_cache: dict[tuple[int, str], PredicateRecord] = {}
         self._data_version = -1
@@ -323,6 +354,9 @@ class SQLiteStore:
         return int(row[0] or 0)
 
     def close(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.stop()
+            self._checkpointer = None
         with self._lock:
             try:
                 self._con.close()
@@ -446,6 +480,16 @@ class SQLiteStore:
                 (ns_id,),
             ).fetchall()
             return [self._entity_record(r) for r in rows]
+
+    def entity_keys(self, ns_id: int) -> list[tuple[str, int, str | None]]:
+        """Every name key of a namespace: ``(key, entity_id, alias_name)``."""
+        with self._lock:
+            return [
+                (r[0], int(r[1]), r[2])
+                for r in self._con.execute(
+                    "SELECT key, entity_id, alias_name FROM entity_keys WHERE ns_id = ? ORDER BY key", (ns_id,)
+                )
+            ]
 
     def entities_by_key_substring(self, ns_id: int, text: str, limit: int) -> list[EntityRecord]:
         pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
@@ -581,6 +625,12 @@ class SQLiteStore:
         with self._lock:
             return [Row(*r) for r in self._con.execute(sql, params)]
 
+    def query_tuples(self, q: FactQuery) -> list[tuple[Any, ...]]:
+        """Like :meth:`query`, as raw tuples (``FACT_COLUMNS`` + three names)."""
+        sql, params = self.query_sql(q)
+        with self._lock:
+            return self._con.execute(sql, params).fetchall()
+
     def iter_rows(self, ns_id: int, batch: int = 10000) -> Iterator[Row]:
         last = -1
         while True:
@@ -639,6 +689,50 @@ class SQLiteStore:
             except OSError:
                 pass
         return total
+
+
+class _Checkpointer:
+    """Copies the WAL into the database file from a background thread.
+
+    Runs ``PRAGMA wal_checkpoint(PASSIVE)`` (never blocks writers) whenever
+    the WAL has grown, at most every ``interval`` seconds, and ``TRUNCATE``
+    on stop. Commits therefore never pay for the checkpoint's fsync.
+    """
+
+    def __init__(self, path: str, busy_ms: int, interval: float = 0.5, min_pages: int = 256) -> None:
+        self._path = path
+        self._busy_ms = busy_ms
+        self._interval = interval
+        self._min_pages = min_pages
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="chronomem-checkpoint", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            con = sqlite3.connect(self._path, timeout=self._busy_ms / 1000, isolation_level=None,
+                                  check_same_thread=False)
+        except sqlite3.Error as exc:  # pragma: no cover
+            log.warning("checkpoint thread could not open %s: %s", self._path, exc)
+            return
+        try:
+            while not self._stop.wait(self._interval):
+                try:
+                    busy, log_pages, done = con.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                    if log_pages >= self._min_pages * 64:
+                        con.execute("PRAGMA wal_checkpoint(RESTART)")
+                except sqlite3.Error as exc:
+                    log.debug("checkpoint skipped: %s", exc)
+            try:
+                con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error as exc:  # pragma: no cover
+                log.debug("final checkpoint skipped: %s", exc)
+        finally:
+            con.close()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
 
 
 def _in(column: str, values: Sequence[Any]) -> str:
