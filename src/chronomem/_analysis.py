@@ -53,7 +53,13 @@ def timeline(versions: Sequence[Fact], start: int | None, end: int | None) -> li
             if v.valid_from is not None:
                 events.append(Event(v.valid_from, "started", "valid", fid, f"started: {_stmt(v)}", v, v.valid_from_precision))
             if v.valid_to is not None:
-                why = f" (by {v.invalidated_by})" if v.invalidated_by else ""
+                why = ""
+                if v.invalidated_by:
+                    by = by_id.get(v.invalidated_by)
+                    if by:
+                        why = f" (superseded by {_obj(by[-1])})"
+                    else:
+                        why = f" ({v.invalidated_by})"
                 events.append(Event(v.valid_to, "ended", "valid", fid, f"ended: {_stmt(v)}{why}", v, v.valid_to_precision))
     if start is not None:
         events = [e for e in events if to_us(e.at) >= start]

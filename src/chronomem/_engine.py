@@ -79,8 +79,11 @@ class TxWork:
         self.closes: list[tuple[int, str, str | None]] = []
         self.new_rows: dict[int, Row] = {}  # id(row) -> row, insertion ordered
         self.closed_fact_ids: set[str] = set()
+        self.closed_rows: dict[int, Row] = {}
         # extra evidence to record: (fact_id, source, episode_id)
         self.sources: list[tuple[str, str | None, str | None]] = []
+        # fact ids folded into another fact by coalescing in this transaction
+        self.redirects: dict[str, str] = {}
 
     def _cite(self, target: Row, source: str | None, episode_id: str | None) -> None:
         if (source or episode_id) and (source, episode_id) != (target.source, target.episode_id):
@@ -101,6 +104,7 @@ class TxWork:
             self.new_rows.pop(id(r), None)
         else:
             self.closes.append((r.rowid, kind, by))
+            self.closed_rows[r.rowid] = r
             self.closed_fact_ids.add(r.fact_id)
 
     def insert(self, g: GroupState, r: Row) -> None:
@@ -119,7 +123,8 @@ class TxWork:
         return r.copy(version=r.version + 1)
 
     # -- the placement rule ----------------------------------------------
-    def place(self, cand: Row, *, single: bool, keep: Row | None = None) -> tuple[Row, str]:
+    def place(self, cand: Row, *, single: bool, keep: Row | None = None,
+              keep_kind: str = "corrected") -> tuple[Row, str]:
         """Apply one write. ``cand`` carries the new fact's id and interval.
 
         ``keep`` is the believed version being rewritten (a correction): it is
@@ -129,7 +134,7 @@ class TxWork:
         if keep is not None:
             kg = self.group(keep.subject_id, keep.predicate_id)
             if any(x is keep for x in kg.by_obj.get(keep.okey, ())):
-                self.close(kg, keep, "corrected", None)
+                self.close(kg, keep, keep_kind, None)
         g = self.group(cand.subject_id, cand.predicate_id)
         if not g.by_obj and keep is None:
             # nothing believed for (subject, predicate): a plain insert
@@ -199,6 +204,7 @@ class TxWork:
             self.close(g, r, "coalesced", merged.fact_id)
             if r.fact_id != merged.fact_id:
                 self._cite(merged, r.source, r.episode_id)
+                self.redirects[r.fact_id] = merged.fact_id
         if base is not cand:
             self._cite(merged, cand.source, cand.episode_id)
         self.insert(g, merged)
@@ -214,6 +220,10 @@ class TxWork:
         self.insert(g, nxt)
         return nxt
 
+    def close_version(self, r: Row, kind: str, by: str | None) -> None:
+        """Stop believing one version (it leaves the working set)."""
+        self.close(self.group(r.subject_id, r.predicate_id), r, kind, by)
+
     def retract(self, r: Row, reason: str | None) -> None:
         g = self.group(r.subject_id, r.predicate_id)
         self.close(g, r, "retracted", reason)
@@ -226,5 +236,42 @@ class TxWork:
                     return r
         return None
 
+    def final_id(self, fact_id: str) -> str:
+        """The id a fact ended up under after this transaction's coalescing."""
+        seen = 0
+        while fact_id in self.redirects and seen < 1000:
+            fact_id = self.redirects[fact_id]
+            seen += 1
+        return fact_id
+
     def result_rows(self) -> list[Row]:
         return list(self.new_rows.values())
+
+    def drop_noops(self) -> None:
+        """Forget a close + insert pair that leaves a fact exactly as it was
+        (e.g. a value restored and cut again at the same instant)."""
+        if not self.closes or not self.new_rows:
+            return
+        by_fact: dict[str, list[Row]] = {}
+        for r in self.closed_rows.values():
+            by_fact.setdefault(r.fact_id, []).append(r)
+        keep_closes = {rowid for rowid, _k, _b in self.closes}
+        for key, new in list(self.new_rows.items()):
+            for old in by_fact.get(new.fact_id, ()):
+                if old.rowid in keep_closes and _same_content(old, new):
+                    keep_closes.discard(old.rowid)
+                    del self.new_rows[key]
+                    g = self.groups.get((new.subject_id, new.predicate_id))
+                    if g is not None:
+                        g.remove(new)
+                        g.add(old)
+                    break
+        self.closes = [c for c in self.closes if c[0] in keep_closes]
+
+
+_CONTENT = ("subject_id", "predicate_id", "object_id", "object_lit", "vf", "vf_prec", "vt", "vt_prec",
+            "confidence", "source", "episode_id", "properties", "invalidated_by")
+
+
+def _same_content(a: Row, b: Row) -> bool:
+    return all(getattr(a, name) == getattr(b, name) for name in _CONTENT)

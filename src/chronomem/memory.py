@@ -68,6 +68,13 @@ _CORRECTABLE = frozenset(
 _DIRECTIONS = ("out", "in", "both")
 
 
+def _count(value: object, name: str, minimum: int) -> int:
+    """Validate an integer count argument (``hops``, ``limit``, ``top``)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InvalidInputError(f"{name} must be an integer of at least {minimum}, not {value!r}")
+    return value
+
+
 class Memory:
     """A bi-temporal memory opened on one namespace of one store.
 
@@ -175,6 +182,7 @@ class Memory:
 
     @staticmethod
     def _flush(tx: WriteTx, work: TxWork) -> None:
+        work.drop_noops()
         if work.closes:
             tx.close_rows(work.closes)
         rows = work.result_rows()
@@ -216,7 +224,8 @@ class Memory:
         item = {
             "subject": subject, "predicate": predicate, "object": object, "valid_from": valid_from,
             "valid_to": valid_to, "confidence": confidence, "source": source, "episode_id": episode_id,
-            "properties": dict(properties) if properties is not None else None, "supersede": supersede,
+            "properties": dict(properties) if isinstance(properties, Mapping) else properties,
+            "supersede": supersede,
             "literal": literal,
         }
         with self._store.write() as tx:
@@ -233,6 +242,8 @@ class Memory:
         Items are dicts with :meth:`add_fact`'s parameter names, or tuples
         ``(subject, predicate, object[, valid_from[, valid_to]])``. If any item
         is invalid, nothing is written and the error names the item's index."""
+        if not hasattr(items, "__iter__") or isinstance(items, (str, bytes, Mapping)):
+            raise InvalidInputError(f"add_facts() needs a list of facts, not {type(items).__name__}")
         ids: list[str] = []
         with self._store.write() as tx:
             work = self._work(tx)
@@ -249,11 +260,14 @@ class Memory:
                         )
                     cand, single = builder.build(mapping)
                 except InvalidInputError as exc:
-                    raise type(exc)(f"item {index}: {exc}") if not hasattr(exc, "field") else exc
+                    exc.args = (f"item {index}: {exc}",)  # keeps the type and fields (e.g. InvalidTimeError.field)
+                    raise
                 result, _status = work.place(cand, single=single)
                 ids.append(result.fact_id)
             self._flush(tx, work)
-        # a coalesced item may have been folded into a fact created later in the batch
+        if work.redirects:
+            # an item's fact may have been folded into another by a later item
+            ids = [work.final_id(i) for i in ids]
         return ids
 
     def _believed(self, tx: WriteTx, work: TxWork, fact_id: str) -> Row:
@@ -334,6 +348,10 @@ class Memory:
             cand.fact_id = old.fact_id
             cand.version = old.version + 1
             cand.invalidated_by = old.invalidated_by if "valid_to" not in changes else None
+            # values this fact had cut short get their interval back first, so
+            # the corrected version cuts them where it now starts
+            work.close_version(old, "corrected", None)
+            self._unsupersede(tx, work, fact_id)
             result, _ = work.place(cand, single=single, keep=old)
             self._flush(tx, work)
         return self._fact_by_row(result)
@@ -355,7 +373,8 @@ class Memory:
             versions = tx.rows_of_fact(closed.fact_id)
             cand = closed.copy(version=max(v.version for v in versions) + 1, rowid=None)
             pred = self._store.predicate_by_id(closed.predicate_id)
-            work.place(cand, single=pred is not None and pred.cardinality == "one", keep=live)
+            work.place(cand, single=pred is not None and pred.cardinality == "one", keep=live,
+                       keep_kind="restored")
 
     def retract(self, fact_id: str, reason: str | None = None) -> Fact:
         """It was never true: stop believing ``fact_id`` (history keeps it).
@@ -416,9 +435,12 @@ class Memory:
 
     def set_entity(self, name: str, *, type: str | None = None, properties: Mapping[str, Any] | None = None) -> Entity:
         """Create or update an entity's type and properties."""
+        if type is not None and not isinstance(type, str):
+            raise InvalidInputError(f"entity type must be a string, not {type!r}")
+        props = dump_props(dict(properties) if isinstance(properties, Mapping) else properties)
         with self._store.write() as tx:
             eid = self._entity_for_write(tx, name)
-            tx.update_entity(eid, type, dump_props(dict(properties)) if properties is not None else None)
+            tx.update_entity(eid, type, props)
         return self.entity(name)
 
     def alias(self, name: str, alias: str) -> Entity:
@@ -714,6 +736,7 @@ class Memory:
 
     def volatility(self, top: int = 20, start: TimeLike | None = None, end: TimeLike | None = None) -> list[Volatility]:
         """How often each (subject, predicate) changed value, most volatile first."""
+        _count(top, "top", 0)
         if start is not None or end is not None:
             facts = self.between(start, end)
         else:
@@ -723,8 +746,7 @@ class Memory:
     def neighbors(self, entity: str, hops: int = 1, as_of: TimeLike | None = None) -> list[Neighbor]:
         """Entities within ``hops`` edges, every edge valid at ``as_of``."""
         self._require_entity(entity)
-        if hops < 1:
-            raise InvalidInputError("hops must be at least 1")
+        _count(hops, "hops", 1)
         return _analysis.neighbors(lambda name: self.facts(name, as_of=as_of, direction="both"), entity, hops)
 
     def paths(self, source: str, target: str, max_hops: int = 3, as_of: TimeLike | None = None,
@@ -732,8 +754,8 @@ class Memory:
         """Simple paths from ``source`` to ``target``, every edge valid at ``as_of``."""
         src = self.entity(source).name
         dst = self.entity(target).name
-        if max_hops < 1:
-            raise InvalidInputError("max_hops must be at least 1")
+        _count(max_hops, "max_hops", 1)
+        _count(limit, "limit", 0)
         return _analysis.paths(lambda name: self.facts(name, as_of=as_of, direction="both"), src, dst,
                                max_hops, limit)
 
@@ -741,6 +763,7 @@ class Memory:
         """Case-insensitive substring search over entity and predicate names."""
         if not isinstance(text, str) or not text.strip():
             raise InvalidInputError("search text must be a non-empty string")
+        _count(limit, "limit", 0)
         needle = text.strip().casefold()
         out: dict[tuple[str, int], Fact] = {}
         for rec in self._store.entities_by_key_substring(self._ns, normalize_key(text, "text"), limit):
@@ -763,7 +786,7 @@ class Memory:
     def with_decay(self, facts: Sequence[Fact], half_life_days: float, at: TimeLike | None = None) -> list[Fact]:
         """Read-time confidence decay: each fact's confidence halves every
         ``half_life_days`` since it was recorded. Stored rows never change."""
-        if half_life_days <= 0:
+        if isinstance(half_life_days, bool) or not isinstance(half_life_days, (int, float)) or not half_life_days > 0:
             raise InvalidInputError("decay half-life must be positive")
         ref = self.parse_time(at, "at").datetime if at is not None else self.now()
         return _analysis.decay(facts, half_life_days, ref)
