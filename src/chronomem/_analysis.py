@@ -56,10 +56,7 @@ def timeline(versions: Sequence[Fact], start: int | None, end: int | None) -> li
                 why = ""
                 if v.invalidated_by:
                     by = by_id.get(v.invalidated_by)
-                    if by:
-                        why = f" (superseded by {_obj(by[-1])})"
-                    else:
-                        why = f" ({v.invalidated_by})"
+                    why = f" (by {_obj(by[-1]) if by else v.invalidated_by})"
                 events.append(Event(v.valid_to, "ended", "valid", fid, f"ended: {_stmt(v)}{why}", v, v.valid_to_precision))
     if start is not None:
         events = [e for e in events if to_us(e.at) >= start]

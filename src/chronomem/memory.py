@@ -191,12 +191,24 @@ class Memory:
         if work.sources:
             tx.add_sources(work.sources)
 
-    def _fact_by_row(self, row: Row) -> Fact:
-        got = self._store.query(FactQuery(self._ns, fact_ids=[row.fact_id], all_versions=True))
-        for r in got:
-            if r.version == row.version:
-                return row_to_fact(r, self._now_us(), self.namespace, self._tzname)
-        raise FactNotFoundError(f"fact {row.fact_id} vanished")  # pragma: no cover
+    def _fact_by_row(self, row: Row, work: TxWork | None = None) -> Fact:
+        """The public view of a version this memory just wrote (or found)."""
+        if row.rowid is None and (work is None or id(row) not in work.new_rows):
+            # not written as such (a no-op write dropped it): read what is believed
+            got = self._store.query(FactQuery(self._ns, fact_ids=[row.fact_id], all_versions=True))
+            for r in got:
+                if r.st == MAX_US or r.version == row.version:
+                    return row_to_fact(r, self._now_us(), self.namespace, self._tzname)
+            raise FactNotFoundError(f"fact {row.fact_id} vanished")  # pragma: no cover
+        ids = [row.subject_id] if row.object_id is None else [row.subject_id, row.object_id]
+        names = self._store.entity_names(ids)
+        pred = self._store.predicate_by_id(row.predicate_id)
+        named = row.copy(
+            subject_name=names.get(row.subject_id, ""),
+            predicate_name=pred.name if pred is not None else "",
+            object_name=names.get(row.object_id) if row.object_id is not None else None,
+        )
+        return row_to_fact(named, self._now_us(), self.namespace, self._tzname)
 
     def add_fact(
         self,
@@ -234,7 +246,7 @@ class Memory:
             result, status = work.place(cand, single=single)
             self._flush(tx, work)
         log.debug("add_fact %s %s %s -> %s (%s)", subject, predicate, object, result.fact_id, status)
-        return self._fact_by_row(result)
+        return self._fact_by_row(result, work)
 
     def add_facts(self, items: Iterable[Mapping[str, Any] | Sequence[Any]]) -> list[str]:
         """Add many facts in one atomic transaction; returns one fact id per item
@@ -318,7 +330,7 @@ class Memory:
                 raise FactNotFoundError(f"no fact {subject} -{predicate}-> {object} is valid at {end}")
             result = work.truncate(target, end.us, int(end.precision), reason or "invalidated")
             self._flush(tx, work)
-        return self._fact_by_row(result)
+        return self._fact_by_row(result, work)
 
     def correct(self, fact_id: str, **changes: Any) -> Fact:
         """The record was wrong: write a corrected version of ``fact_id``.
@@ -354,7 +366,7 @@ class Memory:
             self._unsupersede(tx, work, fact_id)
             result, _ = work.place(cand, single=single, keep=old)
             self._flush(tx, work)
-        return self._fact_by_row(result)
+        return self._fact_by_row(result, work)
 
     def _with_names(self, r: Row) -> Row:
         got = self._store.query(FactQuery(self._ns, fact_ids=[r.fact_id], all_versions=True))
@@ -371,6 +383,8 @@ class Memory:
             if live is not None and live.invalidated_by != fact_id:
                 continue  # changed since: leave it
             versions = tx.rows_of_fact(closed.fact_id)
+            if live is None and max(v.version for v in versions) != closed.version:
+                continue  # retracted, coalesced or rewritten since: leave it
             cand = closed.copy(version=max(v.version for v in versions) + 1, rowid=None)
             pred = self._store.predicate_by_id(closed.predicate_id)
             work.place(cand, single=pred is not None and pred.cardinality == "one", keep=live,
@@ -385,7 +399,7 @@ class Memory:
             work.retract(row, reason or "retracted")
             self._unsupersede(tx, work, fact_id)
             self._flush(tx, work)
-        return self._fact_by_row(row)
+        return max(self.versions(fact_id), key=lambda f: f.version)
 
     def erase(self, fact_id: str | None = None, *, entity: str | None = None, confirm: bool = False,
               reason: str | None = None) -> int:

@@ -72,6 +72,7 @@ class _SQLiteTx:
         )
         eid = int(cur.lastrowid or 0)
         self.con.execute("INSERT INTO entity_keys (ns_id, key, entity_id) VALUES (?,?,?)", (ns_id, key, eid))
+        self.store._names[eid] = name
         self.store._entity_cache[(ns_id, key)] = eid
         self._new_entities.add(eid)
         return eid
@@ -223,6 +224,7 @@ class _SQLiteTx:
         """Make later transactions start after ``us`` (imported system times)."""
         if us > self.store.last_system_time():
             self.con.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('last_system_time', ?)", (str(us),))
+            self.store._last_sys = us
 
     def record_operation(self, op_id: str, ns_id: int, kind: str, payload: str) -> None:
         self.con.execute(
@@ -255,6 +257,7 @@ class _SQLiteTx:
         self.con.execute("DELETE FROM entity_keys WHERE entity_id = ?", (entity_id,))
         self.con.execute("DELETE FROM entities WHERE id = ?", (entity_id,))
         self.store._entity_cache.clear()
+        self.store._names.pop(entity_id, None)
         return n
 
     def log_erasure(self, ns_id: int, kind: str, versions: int, reason: str | None) -> None:
@@ -315,6 +318,9 @@ class SQLiteStore:
         self._entity_cache: dict[tuple[int, str], int] = {}
         self._pred_cache: dict[tuple[int, str], PredicateRecord] = {}
         self._data_version = -1
+        self._last_sys: int | None = None
+        # entity id -> display name; names never change once created
+        self._names: dict[int, str] = {}
         self._migrate()
 
     # -- lifecycle ------------------------------------------------------
@@ -372,12 +378,17 @@ class SQLiteStore:
                 raise StoreLockedError(f"database is locked by another writer: {exc}") from None
             raise StoreError(str(exc)) from None
 
-    def _check_caches(self) -> None:
+    def _check_caches(self) -> bool:
+        """Drop cached names if another connection committed since we last
+        looked (``PRAGMA data_version``); returns whether it did."""
         version = self._con.execute("PRAGMA data_version").fetchone()[0]
         if version != self._data_version:
             self._entity_cache.clear()
             self._pred_cache.clear()
+            self._last_sys = None
             self._data_version = version
+            return True
+        return False
 
     def last_system_time(self) -> int:
         row = self._con.execute("SELECT value FROM meta WHERE key = 'last_system_time'").fetchone()
@@ -389,24 +400,27 @@ class SQLiteStore:
             self._begin_immediate()
             try:
                 self._check_caches()
-                now = max(to_us(self._clock()), self.last_system_time() + 1)
+                last = self._last_sys
+                if last is None:  # another connection may have written
+                    last = self.last_system_time()
+                now = max(to_us(self._clock()), last + 1)
                 self._con.execute(
                     "INSERT OR REPLACE INTO meta (key, value) VALUES ('last_system_time', ?)", (str(now),)
                 )
                 tx = _SQLiteTx(self, now)
                 yield tx
                 self._con.execute("COMMIT")
+                # our own commits do not change data_version, so this stays
+                # valid until another connection writes
+                self._last_sys = max(now, self._last_sys or now)
             except BaseException:
                 try:
                     self._con.execute("ROLLBACK")
                 finally:
                     self._entity_cache.clear()
                     self._pred_cache.clear()
+                    self._last_sys = None
                 raise
-            finally:
-                # our own commits do not change data_version; re-read it so the
-                # caches stay valid until another connection writes
-                self._data_version = self._con.execute("PRAGMA data_version").fetchone()[0]
 
     @contextmanager
     def read(self) -> Iterator[None]:
@@ -465,6 +479,18 @@ class SQLiteStore:
             )
         )
         return EntityRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], aliases)
+
+    def entity_names(self, ids: Sequence[int]) -> dict[int, str]:
+        """Display names of entity ids (cached: a name never changes)."""
+        names = self._names
+        missing = [i for i in ids if i not in names]
+        if missing:
+            with self._lock:
+                for eid, name in self._con.execute(
+                    "SELECT id, name FROM entities WHERE " + _in("id", missing), missing
+                ):
+                    names[eid] = name
+        return {i: names[i] for i in ids if i in names}
 
     def entity(self, entity_id: int) -> EntityRecord | None:
         with self._lock:
@@ -531,6 +557,10 @@ class SQLiteStore:
 
     def predicate_by_id(self, predicate_id: int) -> PredicateRecord | None:
         with self._lock:
+            self._check_caches()
+            for rec in self._pred_cache.values():
+                if rec.id == predicate_id:
+                    return rec
             r = self._con.execute(
                 "SELECT id, ns_id, key, name, cardinality, inverse, description, declared FROM predicates WHERE id = ?",
                 (predicate_id,),
