@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from .errors import InvalidInputError
 from .models import Fact
@@ -128,17 +128,17 @@ def row_to_fact(r: Row, now: int, namespace: str, timezone: str = "UTC") -> Fact
     return f
 
 
-def tuple_to_fact(t: Sequence[Any], now: int, namespace: str, timezone: str = "UTC") -> Fact:
-    """Like :func:`row_to_fact`, from a raw result tuple in
-    ``store.base.FACT_COLUMNS`` order followed by the three names."""
-    (_rowid, fact_id, version, _ns, _s, _p, _o, lit, vf, vf_prec, vt, vt_prec, sf, st, confidence,
-     source, episode_id, props, invalidated_by, close_kind, _closed_by, sname, pname, oname) = t
+def tuple_to_fact(t: Sequence[Any], now: int, namespace: str, timezone: str,
+                  entity_names: Mapping[int, str], predicate_names: Mapping[int, str]) -> Fact:
+    """Build a :class:`Fact` from a read-path tuple (``store.base.READ_COLUMNS``)."""
+    (fact_id, version, sid, pid, oid, lit, vf, vf_prec, vt, vt_prec, sf, st, confidence,
+     source, episode_id, props, invalidated_by, close_kind) = t
     f = _new_fact(Fact)
     f.__dict__.update(
         id=fact_id,
-        subject=sname or "",
-        predicate=pname or "",
-        object=decode_literal(lit) if lit is not None else oname,
+        subject=entity_names.get(sid, ""),
+        predicate=predicate_names.get(pid, ""),
+        object=decode_literal(lit) if lit is not None else entity_names.get(oid),
         valid_from=None if vf == MIN_US else _dt_of(vf),
         valid_to=None if vt == MAX_US else _dt_of(vt),
         system_from=_dt_of(sf),

@@ -628,10 +628,16 @@ class Memory:
     def _run(self, q: FactQuery | None) -> list[Fact]:
         if q is None:
             return []
+        store = self._store
+        rows = store.query_tuples(q)
+        if not rows:
+            return []
         now = self._now_us()
         ns = self.namespace
         tzname = self._tzname
-        return [tuple_to_fact(t, now, ns, tzname) for t in self._store.query_tuples(q)]
+        ents = store.entity_names({t[2] for t in rows} | {t[4] for t in rows if t[4] is not None})
+        preds = store.predicate_names({t[3] for t in rows})
+        return [tuple_to_fact(t, now, ns, tzname, ents, preds) for t in rows]
 
     def facts(
         self,
@@ -663,7 +669,7 @@ class Memory:
         q = self._query(subject, predicate, object, **kwargs)
         if q is None:
             return "-- no such entity or predicate: the query returns nothing without touching the store", []
-        return self._store.query_sql(q)
+        return self._store.read_sql(q)
 
     def current(self, subject: str, predicate: str | None = None) -> list[Fact]:
         """What is true now (as currently believed)."""

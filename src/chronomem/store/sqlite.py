@@ -20,11 +20,11 @@ import sqlite3
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from ..errors import SchemaVersionError, StoreError, StoreLockedError
 from ..timeutil import MAX_US, SystemClock, to_us
-from .base import FACT_COLUMNS, EntityRecord, FactQuery, PredicateRecord, Row
+from .base import FACT_COLUMNS, READ_COLUMNS, EntityRecord, FactQuery, PredicateRecord, Row
 from .migrations import load_migrations
 
 __all__ = ["SQLiteStore"]
@@ -40,6 +40,7 @@ _SELECT_FACT = (
     "LEFT JOIN entities o ON o.id = f.object_id"
 )
 _RAW_COLS = ", ".join(FACT_COLUMNS)
+_SELECT_READ = "SELECT " + ", ".join("f." + c for c in READ_COLUMNS) + " FROM facts f"
 _INSERT_FACT = (
     "INSERT INTO facts (fact_id, version, ns_id, subject_id, predicate_id, object_id, object_lit, "
     "valid_from, valid_from_prec, valid_to, valid_to_prec, system_from, system_to, confidence, "
@@ -321,6 +322,7 @@ class SQLiteStore:
         self._last_sys: int | None = None
         # entity id -> display name; names never change once created
         self._names: dict[int, str] = {}
+        self._pred_names: dict[int, str] = {}
         self._migrate()
 
     # -- lifecycle ------------------------------------------------------
@@ -480,17 +482,32 @@ class SQLiteStore:
         )
         return EntityRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], aliases)
 
-    def entity_names(self, ids: Sequence[int]) -> dict[int, str]:
-        """Display names of entity ids (cached: a name never changes)."""
+    def entity_names(self, ids: Iterable[int]) -> dict[int, str]:
+        """Display names of entity ids (cached: a name never changes). The
+        returned mapping covers at least ``ids``."""
         names = self._names
         missing = [i for i in ids if i not in names]
         if missing:
             with self._lock:
-                for eid, name in self._con.execute(
-                    "SELECT id, name FROM entities WHERE " + _in("id", missing), missing
+                for start in range(0, len(missing), 500):
+                    chunk = missing[start:start + 500]
+                    for eid, name in self._con.execute(
+                        "SELECT id, name FROM entities WHERE " + _in("id", chunk), chunk
+                    ):
+                        names[eid] = name
+        return names
+
+    def predicate_names(self, ids: Iterable[int]) -> dict[int, str]:
+        """Display names of predicate ids (cached: a name never changes)."""
+        names = self._pred_names
+        missing = [i for i in ids if i not in names]
+        if missing:
+            with self._lock:
+                for pid, name in self._con.execute(
+                    "SELECT id, name FROM predicates WHERE " + _in("id", missing), missing
                 ):
-                    names[eid] = name
-        return {i: names[i] for i in ids if i in names}
+                    names[pid] = name
+        return names
 
     def entity(self, entity_id: int) -> EntityRecord | None:
         with self._lock:
@@ -579,6 +596,13 @@ class SQLiteStore:
     # -- fact reads -----------------------------------------------------
     def query_sql(self, q: FactQuery) -> tuple[str, list[Any]]:
         """The SQL and parameters :meth:`query` runs for ``q``."""
+        return self._build_sql(q, _SELECT_FACT, "9, 2, 3")
+
+    def read_sql(self, q: FactQuery) -> tuple[str, list[Any]]:
+        """The SQL and parameters :meth:`query_tuples` runs for ``q``."""
+        return self._build_sql(q, _SELECT_READ, "7, 1, 2")
+
+    def _build_sql(self, q: FactQuery, head: str, union_order: str) -> tuple[str, list[Any]]:
         common: list[str] = []
         cparams: list[Any] = []
         if not q.all_versions:
@@ -636,13 +660,13 @@ class SQLiteStore:
         parts: list[str] = []
         all_params: list[Any] = []
         for where, params in branches:
-            parts.append(_SELECT_FACT + " WHERE " + " AND ".join(where + common))
+            parts.append(head + " WHERE " + " AND ".join(where + common))
             all_params += params + cparams
         if not parts:
-            return _SELECT_FACT + " WHERE 0", []
+            return head + " WHERE 0", []
         sql = " UNION ALL ".join(parts) if len(parts) > 1 else parts[0]
         if len(parts) > 1:
-            sql = f"SELECT * FROM ({sql}) ORDER BY 9, 2, 3"
+            sql = f"SELECT * FROM ({sql}) ORDER BY {union_order}"
         else:
             sql += " ORDER BY f.valid_from, f.fact_id, f.version"
         if q.limit is not None:
@@ -656,8 +680,9 @@ class SQLiteStore:
             return [Row(*r) for r in self._con.execute(sql, params)]
 
     def query_tuples(self, q: FactQuery) -> list[tuple[Any, ...]]:
-        """Like :meth:`query`, as raw tuples (``FACT_COLUMNS`` + three names)."""
-        sql, params = self.query_sql(q)
+        """The read path: raw tuples in ``READ_COLUMNS`` order, no names
+        (resolve them with :meth:`entity_names` / :meth:`predicate_names`)."""
+        sql, params = self.read_sql(q)
         with self._lock:
             return self._con.execute(sql, params).fetchall()
 
