@@ -26,3 +26,12 @@ test: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info src/*.egg-info
+
+# Benchmark vs MemPalace (bench/kg_bench.py); extra flags: make bench BENCH_ARGS="--quick --json out.json"
+.PHONY: bench
+bench:
+	test -x .venv-bench/bin/python || $(PYTHON) -m venv .venv-bench
+	.venv-bench/bin/python -m pip install --quiet --upgrade pip
+	.venv-bench/bin/python -m pip install --quiet -e .
+	.venv-bench/bin/python -m pip install --quiet --no-deps -r bench/requirements.txt
+	.venv-bench/bin/python bench/kg_bench.py $(BENCH_ARGS)

@@ -119,7 +119,7 @@ class CandidateBuilder:
                 f"valid_to ({vt_raw}) must be after valid_from ({vf_raw}): intervals are half-open [from, to)"
             )
         confidence = get("confidence", 1.0)
-        if confidence != 1.0:
+        if type(confidence) is not float or confidence != 1.0:
             if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 <= confidence <= 1.0:
                 raise InvalidInputError(f"confidence must be a number between 0 and 1, not {confidence!r}")
         source = get("source")
@@ -132,7 +132,9 @@ class CandidateBuilder:
         if supersede is None:
             single = pred.cardinality == "one"
         else:
-            single = bool(supersede)
+            if not isinstance(supersede, bool):
+                raise InvalidInputError(f"supersede must be True, False or None, not {supersede!r}")
+            single = supersede
             if not single and pred.cardinality == "one":
                 raise InvalidInputError(
                     f"predicate {pred.name!r} is single-valued; supersede=False would leave two values valid at once"

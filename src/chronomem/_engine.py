@@ -137,10 +137,9 @@ class TxWork:
                 self.close(kg, keep, keep_kind, None)
         g = self.group(cand.subject_id, cand.predicate_id)
         if not g.by_obj and keep is None:
-            # nothing believed for (subject, predicate): a plain insert
-            cand.st = MAX_US
-            g.by_obj[(cand.object_id, cand.object_lit)] = [cand]
-            self.new_rows[id(cand)] = cand
+            # nothing believed for (subject, predicate): a plain insert (insert()
+            # also resets the system-time fields of a restored, copied version)
+            self.insert(g, cand)
             return cand, "inserted"
         lo, hi, hi_prec = cand.vf, cand.vt, cand.vt_prec
         okey = cand.okey

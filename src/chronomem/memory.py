@@ -19,6 +19,7 @@ from ._codec import dump_props, encode_literal, load_props, row_to_fact, tuple_t
 from ._candidates import CandidateBuilder
 from ._engine import TxWork
 from ._ids import new_id
+from .evidence.episodes import EvidenceMixin
 from .errors import (
     AliasConflictError,
     ConfirmationRequiredError,
@@ -75,7 +76,7 @@ def _count(value: object, name: str, minimum: int) -> int:
     return value
 
 
-class Memory:
+class Memory(EvidenceMixin):
     """A bi-temporal memory opened on one namespace of one store.
 
     Create it with :func:`chronomem.open`. Safe to share between threads; use
@@ -794,6 +795,24 @@ class Memory:
                 for f in self.facts(predicate=p.name, as_of=as_of, limit=limit):
                     out[(f.id, f.version)] = f
         return sorted(out.values(), key=lambda f: (f.subject, f.predicate, f.valid_from or from_us(0)))[:limit]
+
+    def recent_changes(self, limit: int = 20) -> list[Event]:
+        """The latest system-time events (versions recorded or closed), newest first."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise InvalidInputError(f"limit must be a positive integer, not {limit!r}")
+        now = self._now_us()
+        events: list[tuple[int, int, Event]] = []
+        for r in self._store.recent_rows(self._ns, limit):
+            fact = row_to_fact(r, now, self.namespace, self._tzname)
+            kind = "recorded" if r.version == 1 else "new version"
+            events.append((r.sf, r.rowid or 0, Event(fact.system_from, kind, "system", fact.id,
+                                                     f"{kind}: {fact.line()}", fact)))
+            if r.st != MAX_US and fact.system_to is not None:
+                closed = r.close_kind or "closed"
+                events.append((r.st, r.rowid or 0, Event(fact.system_to, closed, "system", fact.id,
+                                                         f"{closed}: {fact.line()}", fact)))
+        events.sort(key=lambda e: (e[0], e[1]), reverse=True)
+        return [e for _at, _rowid, e in events[:limit]]
 
     def stats(self) -> Stats:
         s = self._store.stats(self._ns, self._now_us())

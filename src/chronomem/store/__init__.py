@@ -13,7 +13,7 @@ __all__ = ["Store", "open_store"]
 def open_store(url: str, *, clock: Any = None) -> Store:
     """Open a server-backed store by URL."""
     if url.startswith(("postgresql://", "postgres://")):
-        raise InvalidInputError(
-            "the PostgreSQL backend is not available in this release; use a SQLite path"
-        )
+        from .postgres import PostgresStore
+
+        return PostgresStore(url, clock=clock)
     raise InvalidInputError(f"unsupported store URL {url!r}")

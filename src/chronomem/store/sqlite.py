@@ -26,6 +26,7 @@ from ..errors import SchemaVersionError, StoreError, StoreLockedError
 from ..timeutil import MAX_US, SystemClock, to_us
 from .base import FACT_COLUMNS, READ_COLUMNS, EntityRecord, FactQuery, PredicateRecord, Row
 from .migrations import load_migrations
+from .sqlite_episodes import EpisodeStoreMixin, EpisodeTxMixin
 
 __all__ = ["SQLiteStore"]
 
@@ -53,7 +54,7 @@ def _row(r: Sequence[Any]) -> Row:
     return Row(*r)
 
 
-class _SQLiteTx:
+class _SQLiteTx(EpisodeTxMixin):
     """Write primitives bound to an open ``BEGIN IMMEDIATE`` transaction."""
 
     def __init__(self, store: "SQLiteStore", now: int) -> None:
@@ -268,7 +269,7 @@ class _SQLiteTx:
         )
 
 
-class SQLiteStore:
+class SQLiteStore(EpisodeStoreMixin):
     """SQLite implementation of :class:`~chronomem.store.base.Store`."""
 
     backend = "sqlite"
@@ -686,6 +687,25 @@ class SQLiteStore:
         with self._lock:
             return self._con.execute(sql, params).fetchall()
 
+    def recent_rows(self, ns_id: int, limit: int) -> list[Row]:
+        """Versions with the latest system-time events: the ``limit`` newest
+        recorded and the ``limit`` most recently closed (may overlap)."""
+        with self._lock:
+            newest = self._con.execute(
+                _SELECT_FACT + " WHERE f.ns_id = ? ORDER BY f.rowid DESC LIMIT ?", (ns_id, limit)
+            ).fetchall()
+            closed = self._con.execute(
+                _SELECT_FACT + f" WHERE f.ns_id = ? AND f.system_to < {MAX_US} ORDER BY f.system_to DESC LIMIT ?",
+                (ns_id, limit),
+            ).fetchall()
+        seen: set[int] = set()
+        out = []
+        for r in newest + closed:
+            if r[0] not in seen:
+                seen.add(r[0])
+                out.append(Row(*r))
+        return out
+
     def iter_rows(self, ns_id: int, batch: int = 10000) -> Iterator[Row]:
         last = -1
         while True:
@@ -720,18 +740,20 @@ class SQLiteStore:
             def one(sql: str, *params: Any) -> int:
                 return int(con.execute(sql, params).fetchone()[0] or 0)
 
+            versions, facts, current, retracted = con.execute(
+                f"SELECT count(*), sum(system_to = {MAX_US}), "
+                f"sum(system_to = {MAX_US} AND valid_from <= ? AND valid_to > ?), "
+                "count(DISTINCT CASE WHEN close_kind = 'retracted' THEN fact_id END) "
+                "FROM facts WHERE ns_id = ?",
+                (now, now, ns_id),
+            ).fetchone()
             return {
                 "entities": one("SELECT count(*) FROM entities WHERE ns_id = ?", ns_id),
                 "predicates": one("SELECT count(*) FROM predicates WHERE ns_id = ?", ns_id),
-                "versions": one("SELECT count(*) FROM facts WHERE ns_id = ?", ns_id),
-                "facts": one(f"SELECT count(DISTINCT fact_id) FROM facts WHERE ns_id = ? AND system_to = {MAX_US}", ns_id),
-                "current": one(
-                    f"SELECT count(*) FROM facts WHERE ns_id = ? AND system_to = {MAX_US} AND valid_from <= ? AND valid_to > ?",
-                    ns_id, now, now,
-                ),
-                "retracted": one(
-                    "SELECT count(DISTINCT fact_id) FROM facts WHERE ns_id = ? AND close_kind = 'retracted'", ns_id
-                ),
+                "versions": int(versions or 0),
+                "facts": int(facts or 0),
+                "current": int(current or 0),
+                "retracted": int(retracted or 0),
             }
 
     def file_size(self) -> int:

@@ -174,3 +174,19 @@ CREATE TABLE erasures (
     versions  INTEGER NOT NULL,
     reason    TEXT
 );
+
+-- Start of every write transaction: take the store's write lock (an advisory
+-- transaction lock keyed by this schema) and derive the transaction's system
+-- time, strictly after every earlier transaction's, from the client clock.
+-- Returns the system time and the names version (bumped by any change to
+-- entity keys or predicates; clients drop their name caches when it moves).
+CREATE FUNCTION chronomem_begin_write(clock_us BIGINT, OUT now_us BIGINT, OUT names_version BIGINT)
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock(1668442479, hashtext(current_schema()));
+    INSERT INTO meta AS m (key, value) VALUES ('last_system_time', clock_us::text)
+        ON CONFLICT (key) DO UPDATE SET value = greatest(m.value::bigint + 1, clock_us)::text
+        RETURNING m.value::bigint INTO now_us;
+    SELECT COALESCE((SELECT value::bigint FROM meta WHERE key = 'names_version'), 0) INTO names_version;
+END
+$$;

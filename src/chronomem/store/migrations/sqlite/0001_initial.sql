@@ -91,6 +91,8 @@ CREATE INDEX facts_object ON facts(object_id, system_to, predicate_id) WHERE obj
 -- predicate-wide as-of reads
 CREATE INDEX facts_predicate ON facts(predicate_id, system_to, valid_from);
 CREATE INDEX facts_closed_by ON facts(closed_by) WHERE closed_by IS NOT NULL;
+-- recent system-time events: versions closed, newest first (new versions: rowid order)
+CREATE INDEX facts_closed_at ON facts(ns_id, system_to) WHERE system_to < 9223372036854775807;
 
 -- Extra evidence for a fact beyond the source on its first version.
 CREATE TABLE fact_sources (

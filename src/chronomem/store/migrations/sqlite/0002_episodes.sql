@@ -1,5 +1,6 @@
 -- chronomem schema 2: episodes (evidence), their time mentions, embeddings and
--- the lexical index. Times are INTEGER UTC microseconds like schema 1.
+-- the lexical index. An erased episode keeps its row as a tombstone (id and
+-- times only, erased_at set) so the facts that cited it can say so. Times are INTEGER UTC microseconds like schema 1.
 CREATE TABLE episodes (
     rowid         INTEGER PRIMARY KEY,
     id            TEXT NOT NULL UNIQUE,
@@ -13,7 +14,8 @@ CREATE TABLE episodes (
     speaker       TEXT,
     metadata      TEXT,
     superseded_by TEXT,
-    superseded_at INTEGER
+    superseded_at INTEGER,
+    erased_at     INTEGER
 );
 CREATE INDEX episodes_ns ON episodes(ns_id, recorded_at);
 CREATE INDEX episodes_session ON episodes(ns_id, session);

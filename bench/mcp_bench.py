@@ -1,0 +1,136 @@
+"""MCP tool round-trip latency: ``fact_add`` and ``facts`` over stdio and HTTP.
+
+Each transport talks to a real server process through the official MCP SDK
+client: ``chronomem --db FILE mcp`` (stdio) and the streamable-HTTP app under
+uvicorn on 127.0.0.1 (HTTP). A round trip is one ``tools/call`` from the
+client's send to its parsed result. Goal: p50 <= 5 ms over stdio.
+
+    .venv/bin/python bench/mcp_bench.py [--calls 500] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, AsyncIterator, Iterator
+
+import anyio
+from mcp import Client, StdioServerParameters
+
+_HTTP_SERVER = """
+import sys, uvicorn, chronomem
+from chronomem.mcp import build_http_app
+mem = chronomem.open(sys.argv[1])
+uvicorn.run(build_http_app(mem), host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
+"""
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("CHRONOMEM_DB", None)
+    return env
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def _http_process(db: Path) -> Iterator[str]:
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-c", _HTTP_SERVER, str(db), str(port)], env=_env())
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                break
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit("the HTTP server did not start")
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@contextlib.asynccontextmanager
+async def _client(transport: str, db: Path, url: str | None) -> AsyncIterator[Client]:
+    if transport == "stdio":
+        params = StdioServerParameters(command=sys.executable, args=["-m", "chronomem.cli", "--db", str(db), "mcp"],
+                                       env=_env())
+        async with Client(params, mode="legacy") as c:
+            yield c
+    else:
+        assert url is not None
+        async with Client(url) as c:
+            yield c
+
+
+def _stats(samples: list[float]) -> dict[str, float]:
+    ms = sorted(s * 1000 for s in samples)
+    q = statistics.quantiles(ms, n=100, method="inclusive")
+    return {"p50_ms": round(q[49], 3), "p99_ms": round(q[98], 3), "mean_ms": round(statistics.fmean(ms), 3),
+            "calls": len(ms)}
+
+
+async def _measure(transport: str, db: Path, url: str | None, calls: int) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    async with _client(transport, db, url) as c:
+        for i in range(20):  # warm up: imports, SQLite page cache, connection setup
+            await c.call_tool("fact_add", {"subject": f"warm{i}", "predicate": "p", "object": "o"})
+            await c.call_tool("facts", {"subject": f"warm{i}"})
+        samples = []
+        for i in range(calls):
+            args = {"subject": f"person{i % 200}", "predicate": "works_at", "object": f"org{i}",
+                    "valid_from": "2024-03", "source": "bench"}
+            t0 = time.perf_counter()
+            r = await c.call_tool("fact_add", args)
+            samples.append(time.perf_counter() - t0)
+            assert not r.is_error
+        out["fact_add"] = _stats(samples)
+        samples = []
+        for i in range(calls):
+            t0 = time.perf_counter()
+            r = await c.call_tool("facts", {"subject": f"person{i % 200}", "limit": 20})
+            samples.append(time.perf_counter() - t0)
+            assert not r.is_error
+        out["facts"] = _stats(samples)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--calls", type=int, default=500, help="calls per tool and transport")
+    ap.add_argument("--json", action="store_true", help="print JSON")
+    ns = ap.parse_args()
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "bench.db"
+        results["stdio"] = anyio.run(_measure, "stdio", db, None, ns.calls)
+        db2 = Path(tmp) / "bench-http.db"
+        with _http_process(db2) as url:
+            results["http"] = anyio.run(_measure, "http", db2, url, ns.calls)
+    if ns.json:
+        print(json.dumps(results, indent=2))
+        return
+    print(f"{'transport':<10}{'tool':<10}{'p50 ms':>9}{'p99 ms':>9}{'mean ms':>9}{'calls':>7}")
+    for transport, tools in results.items():
+        for tool, s in tools.items():
+            print(f"{transport:<10}{tool:<10}{s['p50_ms']:>9.2f}{s['p99_ms']:>9.2f}{s['mean_ms']:>9.2f}{s['calls']:>7}")
+    goal = results["stdio"]["fact_add"]["p50_ms"] <= 5 and results["stdio"]["facts"]["p50_ms"] <= 5
+    print(f"goal p50 <= 5 ms over stdio: {'met' if goal else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()

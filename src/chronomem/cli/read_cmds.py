@@ -1,0 +1,255 @@
+"""Read commands: facts, current, history, timeline, diff, conflicts,
+volatility, neighbors, path, entity, search, stats."""
+
+from __future__ import annotations
+
+import click
+from rich.console import Console
+from rich.text import Text
+
+from ._common import (
+    _table,
+    emit,
+    fact_table,
+    facts_out,
+    fmt_time,
+    interval,
+    json_option,
+    kv_table,
+    nothing,
+    state,
+    statement,
+)
+
+_DIRECTION = click.Choice(["out", "in", "both"])
+
+
+@click.command("facts")
+@click.option("-s", "--subject", help="Only facts about this entity.")
+@click.option("-p", "--predicate", help="Only this predicate (or an alias of it).")
+@click.option("-o", "--object", "obj", help="Only this object.")
+@click.option("--literal", is_flag=True, help="--object is a literal string value.")
+@click.option("--as-of", metavar="TIME", help="Valid at this time (default: all of history).")
+@click.option("--known-at", metavar="TIME", help="As the memory believed at this time (default: now).")
+@click.option("--direction", type=_DIRECTION, default="out", show_default=True,
+              help="With --subject: outgoing, incoming or both.")
+@click.option("--limit", type=click.IntRange(min=0), help="At most this many facts.")
+@click.option("--sql", is_flag=True, help="Print the SQL the query would run instead of running it.")
+@json_option
+def facts_cmd(subject: str | None, predicate: str | None, obj: str | None, literal: bool, as_of: str | None,
+              known_at: str | None, direction: str, limit: int | None, sql: bool) -> None:
+    """Query facts on both time axes."""
+    mem = state().memory(create=False)
+    kwargs = dict(as_of=as_of, known_at=known_at, direction=direction, limit=limit, literal=literal)
+    if sql:
+        text, params = mem.facts_sql(subject, predicate, obj, **kwargs)
+
+        def human(con: Console) -> None:
+            click.echo(text + ";")
+            if params:
+                click.echo(f"-- params: {params!r}")
+
+        emit({"sql": text, "params": params}, human)
+        return
+    facts_out(mem.facts(subject, predicate, obj, as_of=as_of, known_at=known_at, direction=direction,
+                        limit=limit, literal=literal))
+
+
+@click.command("current")
+@click.argument("subject")
+@click.argument("predicate", required=False)
+@json_option
+def current_cmd(subject: str, predicate: str | None) -> None:
+    """What is true now about SUBJECT (optionally only PREDICATE)."""
+    facts_out(state().memory(create=False).current(subject, predicate), "current facts")
+
+
+@click.command("history")
+@click.argument("subject")
+@click.argument("predicate", required=False)
+@click.option("--direction", type=_DIRECTION, default="out", show_default=True,
+              help="Outgoing, incoming or both.")
+@json_option
+def history_cmd(subject: str, predicate: str | None, direction: str) -> None:
+    """Every version of SUBJECT's facts on both axes (the audit trail)."""
+    facts_out(state().memory(create=False).history(subject, predicate, direction=direction), "history",
+              history=True)
+
+
+@click.command("timeline")
+@click.argument("entity")
+@click.option("--start", metavar="TIME", help="Only events at or after this time.")
+@click.option("--end", metavar="TIME", help="Only events before this time.")
+@json_option
+def timeline_cmd(entity: str, start: str | None, end: str | None) -> None:
+    """Chronological events about ENTITY (valid and system time)."""
+    events = state().memory(create=False).timeline(entity, start, end)
+
+    def human(con: Console) -> None:
+        if not events:
+            return nothing(con, "events")
+        table = _table(None)
+        table.add_column("at", no_wrap=True)
+        table.add_column("axis")
+        table.add_column("event", overflow="fold")
+        for e in events:
+            table.add_row(fmt_time(e.at, e.precision), e.axis, e.text)
+        con.print(table)
+
+    emit([e.to_dict() for e in events], human)
+
+
+@click.command("diff")
+@click.argument("t1")
+@click.argument("t2")
+@click.option("--subject", help="Only facts about this entity.")
+@click.option("--predicate", help="Only this predicate.")
+@click.option("--axis", type=click.Choice(["valid", "system"]), default="valid", show_default=True,
+              help="Compare what was true (valid) or what was believed (system).")
+@json_option
+def diff_cmd(t1: str, t2: str, subject: str | None, predicate: str | None, axis: str) -> None:
+    """What changed between T1 and T2."""
+    d = state().memory(create=False).diff(t1, t2, subject, predicate, axis)
+
+    def human(con: Console) -> None:
+        con.print(f"{axis} time {fmt_time(d.t1)} → {fmt_time(d.t2)}")
+        if d.empty:
+            return nothing(con, "changes")
+        for f in d.added:
+            con.print(Text.assemble(("+ ", "green"), f"{statement(f)} {interval(f)}"))
+        for f in d.removed:
+            con.print(Text.assemble(("- ", "red"), f"{statement(f)} {interval(f)}"))
+        for c in d.changed:
+            con.print(Text.assemble(("~ ", "yellow"), f"{c.subject} -{c.predicate}->: {c.old.object} → {c.new.object}"))
+
+    emit(d.to_dict(), human)
+
+
+@click.command("conflicts")
+@click.option("--as-of", metavar="TIME", help="Only conflicts at this valid time.")
+@json_option
+def conflicts_cmd(as_of: str | None) -> None:
+    """Several values of one subject and predicate valid at once."""
+    found = state().memory(create=False).conflicts(as_of)
+
+    def human(con: Console) -> None:
+        if not found:
+            return nothing(con, "conflicts")
+        for c in found:
+            span = f"[{fmt_time(c.overlap_from)}, {fmt_time(c.overlap_to)})"
+            con.print(fact_table(c.facts, title=f"{c.kind}: {c.subject} -{c.predicate}-> overlap {span}"))
+
+    emit([c.to_dict() for c in found], human)
+
+
+@click.command("volatility")
+@click.option("--top", type=click.IntRange(min=1), default=20, show_default=True, help="How many to list.")
+@click.option("--start", metavar="TIME", help="Only facts valid after this time.")
+@click.option("--end", metavar="TIME", help="Only facts valid before this time.")
+@json_option
+def volatility_cmd(top: int, start: str | None, end: str | None) -> None:
+    """Subject-predicate pairs that change value most often."""
+    rows = state().memory(create=False).volatility(top, start, end)
+
+    def human(con: Console) -> None:
+        if not rows:
+            return nothing(con, "changes")
+        table = _table(None)
+        for name in ("subject", "predicate", "changes", "values", "mean days"):
+            table.add_column(name, overflow="fold")
+        for v in rows:
+            mean = "" if v.mean_duration_days is None else f"{v.mean_duration_days:.1f}"
+            table.add_row(v.subject, v.predicate, str(v.changes), str(v.values), mean)
+        con.print(table)
+
+    emit([v.to_dict() for v in rows], human)
+
+
+@click.command("neighbors")
+@click.argument("entity")
+@click.option("--hops", type=click.IntRange(min=1), default=1, show_default=True, help="How far to go.")
+@click.option("--as-of", metavar="TIME", help="Only edges valid at this time.")
+@json_option
+def neighbors_cmd(entity: str, hops: int, as_of: str | None) -> None:
+    """Entities within --hops edges of ENTITY."""
+    found = state().memory(create=False).neighbors(entity, hops, as_of)
+
+    def human(con: Console) -> None:
+        if not found:
+            return nothing(con, "neighbors")
+        table = _table(None)
+        table.add_column("entity", overflow="fold")
+        table.add_column("hops", justify="right")
+        table.add_column("via", overflow="fold")
+        for n in found:
+            table.add_row(n.entity, str(n.hops), "; ".join(statement(f) for f in n.via))
+        con.print(table)
+
+    emit([n.to_dict() for n in found], human)
+
+
+@click.command("path")
+@click.argument("source")
+@click.argument("target")
+@click.option("--max-hops", type=click.IntRange(min=1), default=3, show_default=True, help="Longest path.")
+@click.option("--as-of", metavar="TIME", help="Only edges valid at this time.")
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True, help="At most this many paths.")
+@json_option
+def path_cmd(source: str, target: str, max_hops: int, as_of: str | None, limit: int) -> None:
+    """Paths from SOURCE to TARGET through the graph."""
+    found = state().memory(create=False).paths(source, target, max_hops, as_of, limit)
+
+    def human(con: Console) -> None:
+        if not found:
+            return nothing(con, "paths")
+        for p in found:
+            con.print(" · ".join(statement(f) for f in p.facts) + f"  ({p.hops} hop{'s' if p.hops != 1 else ''})")
+
+    emit([dict(p.to_dict(), hops=p.hops) for p in found], human)
+
+
+@click.command("entity")
+@click.argument("name")
+@json_option
+def entity_cmd(name: str) -> None:
+    """Show entity NAME (or an alias): names, type, properties and current facts."""
+    mem = state().memory(create=False)
+    e = mem.entity(name)
+    facts = mem.facts(e.name, as_of=mem.now(), direction="both")
+
+    def human(con: Console) -> None:
+        con.print(kv_table([
+            ("name", e.name), ("key", e.key), ("type", e.type), ("aliases", ", ".join(e.aliases)),
+            ("properties", dict(e.properties) if e.properties else None), ("created", fmt_time(e.created_at)),
+        ], title=e.name))
+        if facts:
+            con.print(fact_table(facts, title="current facts"))
+        else:
+            nothing(con, "current facts")
+
+    emit({"entity": e.to_dict(), "facts": [f.to_dict() for f in facts]}, human)
+
+
+@click.command("search")
+@click.argument("text")
+@click.option("--as-of", metavar="TIME", help="Only facts valid at this time.")
+@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True, help="At most this many.")
+@json_option
+def search_cmd(text: str, as_of: str | None, limit: int) -> None:
+    """Facts whose entity or predicate names contain TEXT."""
+    facts_out(state().memory(create=False).search_facts(text, as_of=as_of, limit=limit), "matches")
+
+
+@click.command("stats")
+@json_option
+def stats_cmd() -> None:
+    """Counts of entities, facts and versions in the namespace."""
+    s = state().memory(create=False).stats()
+    emit(s.to_dict(), lambda con: con.print(kv_table(
+        [(k, ", ".join(v) if isinstance(v, (list, tuple)) else v) for k, v in s.to_dict().items()], title="chronomem")))
+
+
+def register(main: click.Group) -> None:
+    for cmd in (facts_cmd, current_cmd, history_cmd, timeline_cmd, diff_cmd, conflicts_cmd, volatility_cmd,
+                neighbors_cmd, path_cmd, entity_cmd, search_cmd, stats_cmd):
+        main.add_command(cmd)

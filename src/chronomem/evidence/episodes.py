@@ -1,0 +1,624 @@
+"""The evidence half of :class:`~chronomem.Memory`: episodes, hybrid search
+with time views, and (in :mod:`.recall`) the one-call recall.
+
+Mixed into ``Memory``; uses its store, namespace, clock and write engine.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import logging
+import math
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Sequence, cast
+
+from .._ids import new_id
+from ..errors import ConfirmationRequiredError, ConflictError, InvalidInputError, NotFoundError
+from ..models import Fact
+from ..errors import StoreError
+from ..store.base import EpisodeFilter, EpisodeRecord, EpisodeStore, FactQuery, Store, WriteTx
+from ..timeutil import Precision, TimeLike, from_us, to_us
+from .embed import Embedder, default_embedder
+from .fusion import rrf_contributions
+from .lexical import cjk_bigrams, fts_query
+from .models import (
+    MAX_EPISODE_CHARS,
+    VIEWS,
+    Episode,
+    FactNote,
+    Hit,
+    ScoreParts,
+    SearchConfig,
+    TimeSpan,
+)
+from .timemention import resolve_mentions
+from .vector import VectorCache
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .._engine import TxWork
+    from ..timeutil import TimePoint
+
+__all__ = ["EpisodeNotFoundError", "EvidenceMixin"]
+
+log = logging.getLogger("chronomem.evidence")
+
+_METADATA_TEXT_KEYS = ("caption", "blip_caption", "title", "tags", "summary")
+_EMBED_BATCH = 256
+
+
+class EpisodeNotFoundError(NotFoundError):
+    """No episode has that id in this namespace."""
+
+
+class _Prepared:
+    __slots__ = ("id", "text", "occurred", "recorded", "source", "session", "speaker", "metadata", "mentions")
+
+    def __init__(self, text: str, occurred: TimePoint | None, recorded: TimePoint | None, source: str | None,
+                 session: str | None, speaker: str | None, metadata: str | None) -> None:
+        self.id = new_id()
+        self.text = text
+        self.occurred = occurred
+        self.recorded = recorded
+        self.source = source
+        self.session = session
+        self.speaker = speaker
+        self.metadata = metadata
+        self.mentions: list[tuple[int, int, str, int]] = []
+
+
+def _opt_str(value: object, name: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{name} must be a string, not {type(value).__name__}")
+    return value.strip() or None
+
+
+def index_parts(text: str, speaker: str | None, session: str | None, occurred: int | None,
+                metadata: Mapping[str, Any] | None, tz: _dt.tzinfo) -> tuple[str, str, str]:
+    """The three FTS columns of an episode: text, speaker, context (session,
+    the date in words, and caption-like metadata)."""
+    context: list[str] = []
+    if session:
+        context.append(session)
+    if occurred is not None:
+        d = from_us(occurred).astimezone(tz)
+        context.append(f"{d.day} {d.strftime('%B')} {d.year} {d.strftime('%A')}")
+    for key in _METADATA_TEXT_KEYS:
+        value = (metadata or {}).get(key)
+        if isinstance(value, str):
+            context.append(value)
+        elif isinstance(value, list):
+            context.extend(str(v) for v in value)
+    return cjk_bigrams(text), speaker or "", cjk_bigrams(" ".join(context))
+
+
+def embed_text(text: str, speaker: str | None, metadata: Mapping[str, Any] | None) -> str:
+    """What the dense index embeds: ``speaker: text`` plus caption-like metadata."""
+    out = f"{speaker}: {text}" if speaker else text
+    for key in _METADATA_TEXT_KEYS:
+        value = (metadata or {}).get(key)
+        if isinstance(value, str) and value:
+            out += f" [{value}]"
+    return out
+
+
+class EvidenceMixin:
+    """Episodes and hybrid search (see ``docs/evidence.md``)."""
+
+    _store: Store
+    _ns: int
+    namespace: str
+    tz: _dt.tzinfo
+    _tzname: str
+    _embedder: Embedder | None
+    _embedder_set: bool
+    _vectors: VectorCache | None
+
+    if TYPE_CHECKING:  # pragma: no cover - provided by Memory
+        def parse_time(self, value: TimeLike, field: str = "time") -> TimePoint: ...
+        def now(self) -> _dt.datetime: ...
+        def _now_us(self) -> int: ...
+        def _work(self, tx: WriteTx) -> TxWork: ...
+        @staticmethod
+        def _flush(tx: WriteTx, work: TxWork) -> None: ...
+        def _believed(self, tx: WriteTx, work: TxWork, fact_id: str) -> Any: ...
+        def _unsupersede(self, tx: WriteTx, work: TxWork, fact_id: str) -> None: ...
+        def _run(self, q: FactQuery | None) -> list[Fact]: ...
+
+    @property
+    def _es(self) -> EpisodeStore:
+        store = self._store
+        if not hasattr(store, "lexical_search"):
+            raise StoreError(f"the {type(store).__name__} backend does not store episodes yet")
+        return cast(EpisodeStore, store)
+
+    # -- embedder ----------------------------------------------------------
+    def use_embedder(self, embedder: Embedder | None) -> None:
+        """Use ``embedder`` for new episodes and searches (``None``: lexical
+        only, no vectors). The default is the bundled MiniLM model, loaded on
+        first use. Vectors are stored per model name, never mixed."""
+        if embedder is not None and not isinstance(embedder, Embedder):
+            raise InvalidInputError("an embedder needs name, dim and embed(texts, kind)")
+        self._embedder = embedder
+        self._embedder_set = True
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder in use (``None`` when searches are lexical only)."""
+        if not getattr(self, "_embedder_set", False):
+            self._embedder = default_embedder()
+            self._embedder_set = True
+        return self._embedder
+
+    def _vector_cache(self) -> VectorCache:
+        cache = getattr(self, "_vectors", None)
+        if cache is None:
+            cache = VectorCache()
+            self._vectors = cache
+        return cache
+
+    # -- writes ------------------------------------------------------------
+    def _prepare(self, text: object, occurred_at: TimeLike | None, recorded_at: TimeLike | None,
+                 source: object, session: object, speaker: object, metadata: object) -> _Prepared:
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidInputError("episode text must be a non-empty string")
+        if len(text) > MAX_EPISODE_CHARS:
+            raise InvalidInputError(
+                f"episode text has {len(text)} characters, more than the limit of {MAX_EPISODE_CHARS}; split it"
+            )
+        meta_json: str | None = None
+        if metadata is not None:
+            if not isinstance(metadata, Mapping):
+                raise InvalidInputError(f"metadata must be a dict, not {type(metadata).__name__}")
+            try:
+                meta_json = json.dumps(dict(metadata), sort_keys=True, ensure_ascii=False) if metadata else None
+            except (TypeError, ValueError) as exc:
+                raise InvalidInputError(f"metadata must be JSON-serialisable: {exc}") from None
+        occurred = self.parse_time(occurred_at, "occurred_at") if occurred_at is not None else None
+        recorded = self.parse_time(recorded_at, "recorded_at") if recorded_at is not None else None
+        prep = _Prepared(text, occurred, recorded, _opt_str(source, "source"), _opt_str(session, "session"),
+                         _opt_str(speaker, "speaker"), meta_json)
+        base_us = occurred.us if occurred is not None else recorded.us if recorded is not None else self._now_us()
+        base = from_us(base_us).astimezone(self.tz)
+        prep.mentions = [
+            (to_us(m.start), to_us(m.end), m.phrase, int(m.precision)) for m in resolve_mentions(text, base)
+        ]
+        return prep
+
+    def _embed_prepared(self, preps: Sequence[_Prepared],
+                        progress: Callable[[int, int], None] | None = None) -> list[bytes] | None:
+        emb = self.embedder
+        if emb is None:
+            return None
+        out: list[bytes] = []
+        for start in range(0, len(preps), _EMBED_BATCH):
+            chunk = preps[start:start + _EMBED_BATCH]
+            texts = [embed_text(p.text, p.speaker, json.loads(p.metadata) if p.metadata else None) for p in chunk]
+            mat = emb.embed(texts, "passage")
+            out.extend(bytes(row.astype("float32").tobytes()) for row in mat)
+            if progress is not None:
+                progress(min(start + _EMBED_BATCH, len(preps)), len(preps))
+        return out
+
+    def _write_prepared(self, preps: Sequence[_Prepared], vectors: list[bytes] | None) -> list[EpisodeRecord]:
+        emb = self.embedder
+        recs: list[EpisodeRecord] = []
+        with self._es.write() as tx:
+            model_id = tx.embedding_model_id(emb.name, emb.dim) if (emb is not None and vectors is not None) else None
+            vec_items: list[tuple[int, int, bytes]] = []
+            times: list[tuple[int, int, int, str, int]] = []
+            for i, p in enumerate(preps):
+                recorded = p.recorded.us if p.recorded is not None else tx.now
+                rec = EpisodeRecord(
+                    0, p.id, self._ns, p.text, p.occurred.us if p.occurred else None,
+                    int(p.occurred.precision) if p.occurred else None, recorded, p.source, p.session, p.speaker,
+                    p.metadata,
+                )
+                meta = json.loads(p.metadata) if p.metadata else None
+                rowid = tx.insert_episode(rec, index_parts(p.text, p.speaker, p.session, rec.occurred_at, meta,
+                                                           self.tz))
+                recs.append(EpisodeRecord(rowid, *[getattr(rec, f) for f in (
+                    "id", "ns_id", "text", "occurred_at", "occurred_prec", "recorded_at", "source", "session",
+                    "speaker", "metadata")]))
+                times.extend((rowid, a, b, phrase, prec) for a, b, phrase, prec in p.mentions)
+                if vectors is not None and model_id is not None:
+                    vec_items.append((rowid, self._ns, vectors[i]))
+            if times:
+                tx.insert_episode_times(times)
+            if vec_items and model_id is not None:
+                tx.put_episode_vectors(model_id, vec_items)
+            tx.bump_episode_generation()
+        return recs
+
+    def add_episode(
+        self,
+        text: str,
+        *,
+        occurred_at: TimeLike | None = None,
+        recorded_at: TimeLike | None = None,
+        source: str | None = None,
+        session: str | None = None,
+        speaker: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Episode:
+        """Store one piece of evidence verbatim and index it (lexical and
+        dense) in the same transaction. ``occurred_at`` is when it was said or
+        happened; ``recorded_at`` defaults to the store clock. Time
+        expressions in the text are resolved against ``occurred_at``. Returns
+        the episode; its id sorts by creation time."""
+        prep = self._prepare(text, occurred_at, recorded_at, source, session, speaker, metadata)
+        vectors = self._embed_prepared([prep])
+        rec = self._write_prepared([prep], vectors)[0]
+        return self._episode_model(rec, with_facts=False)
+
+    def add_episodes(self, items: Iterable[Mapping[str, Any] | str], *,
+                     progress: Callable[[int, int], None] | None = None) -> list[str]:
+        """Add many episodes atomically (one transaction; embeddings batched).
+        Items are strings or dicts with :meth:`add_episode`'s parameter names.
+        If any item is invalid nothing is written and the error names its
+        index. ``progress(done, total)`` is called as embedding advances.
+        Returns the new ids in order."""
+        if isinstance(items, (str, bytes, Mapping)) or not hasattr(items, "__iter__"):
+            raise InvalidInputError(f"add_episodes() needs a list of episodes, not {type(items).__name__}")
+        preps: list[_Prepared] = []
+        keys = {"text", "occurred_at", "recorded_at", "source", "session", "speaker", "metadata"}
+        for index, item in enumerate(items):
+            try:
+                if isinstance(item, str):
+                    item = {"text": item}
+                if not isinstance(item, Mapping):
+                    raise InvalidInputError("an item must be a string or a dict with a 'text' key")
+                unknown = set(item) - keys
+                if unknown:
+                    raise InvalidInputError(f"unknown episode field(s): {', '.join(sorted(unknown))}")
+                preps.append(self._prepare(item.get("text"), item.get("occurred_at"), item.get("recorded_at"),
+                                           item.get("source"), item.get("session"), item.get("speaker"),
+                                           item.get("metadata")))
+            except InvalidInputError as exc:
+                exc.args = (f"item {index}: {exc}",)
+                raise
+        if not preps:
+            return []
+        vectors = self._embed_prepared(preps, progress)
+        return [r.id for r in self._write_prepared(preps, vectors)]
+
+    def _require_episode_rec(self, episode_id: object) -> EpisodeRecord:
+        if not isinstance(episode_id, str) or not episode_id.strip():
+            raise InvalidInputError("an episode id must be a non-empty string")
+        rec = self._es.episode_by_id(episode_id.strip())
+        if rec is None or rec.ns_id != self._ns:
+            raise EpisodeNotFoundError(f"no episode with id {episode_id!r} in namespace {self.namespace!r}")
+        return rec
+
+    def supersede_episode(self, old_id: str, new_id: str) -> Episode:
+        """Mark ``old_id`` as overridden by the later episode ``new_id`` (a
+        meeting moved from the 10th to the 12th). From ``new_id``'s
+        ``recorded_at`` on, the ``as_world`` view no longer returns ``old_id``.
+        Returns the old episode."""
+        old = self._require_episode_rec(old_id)
+        new = self._require_episode_rec(new_id)
+        if old.id == new.id:
+            raise InvalidInputError("an episode cannot supersede itself")
+        if old.erased_at is not None or new.erased_at is not None:
+            raise ConflictError("an erased episode cannot take part in a supersession")
+        if old.superseded_by is not None:
+            raise ConflictError(f"episode {old.id} is already superseded by {old.superseded_by}")
+        with self._es.write() as tx:
+            tx.supersede_episode(old.rowid, new.id, max(new.recorded_at, old.recorded_at))
+            tx.bump_episode_generation()
+        return self.episode(old.id)
+
+    def erase_episode(self, episode_id: str, *, facts: Literal["keep", "retract"] = "keep",
+                      confirm: bool = False, reason: str | None = None) -> list[str]:
+        """Physically delete an episode's content (text, index, vectors) for
+        privacy; the id stays as a tombstone so citing facts are never silently
+        orphaned. ``facts="keep"``: facts stay, their ``episode_id`` now names
+        the tombstone; ``facts="retract"``: the facts that no other episode
+        supports are retracted and the values they had superseded restored.
+        Needs ``confirm=True``. Returns the ids of the retracted facts."""
+        if facts not in ("keep", "retract"):
+            raise InvalidInputError(f"facts must be 'keep' or 'retract', not {facts!r}")
+        rec = self._require_episode_rec(episode_id)
+        if not confirm:
+            raise ConfirmationRequiredError("erase_episode() deletes evidence permanently; call it with confirm=True")
+        if rec.erased_at is not None:
+            raise ConflictError(f"episode {rec.id} is already erased")
+        retracted: list[str] = []
+        with self._es.write() as tx:
+            if facts == "retract":
+                work = self._work(tx)
+                for fid in tx.episode_fact_ids(rec.id):
+                    rows = tx.rows_of_fact(fid)
+                    if not rows or rows[0].ns_id != self._ns:
+                        continue
+                    others = {r.episode_id for r in rows if r.episode_id and r.episode_id != rec.id}
+                    others |= {ep for _f, _s, ep, _a in self._es.sources([fid]) if ep and ep != rec.id}
+                    live_others = [o for o in others if (x := tx.episode_by_id(o)) is not None and x.erased_at is None]
+                    if live_others:
+                        continue
+                    live = work.find_believed(fid, rows[0].subject_id, rows[0].predicate_id)
+                    if live is None:
+                        continue
+                    work.retract(live, reason or "evidence erased")
+                    self._unsupersede(tx, work, fid)
+                    retracted.append(fid)
+                self._flush(tx, work)
+            tx.erase_episode(rec.rowid)
+            tx.log_erasure(self._ns, "episode", 1, reason)
+            tx.bump_episode_generation()
+        return retracted
+
+    # -- reads -------------------------------------------------------------
+    def _episode_model(self, rec: EpisodeRecord, *, with_facts: bool = True,
+                       times: Sequence[tuple[int, int, int, str, int]] | None = None,
+                       fact_ids: Sequence[str] | None = None) -> Episode:
+        if times is None:
+            times = self._es.episode_times([rec.rowid])
+        if fact_ids is None:
+            fact_ids = sorted({f for _e, f in self._es.facts_citing_episodes(self._ns, [rec.id])}) if with_facts else []
+        tz = self.tz
+        return Episode(
+            id=rec.id, text=rec.text,
+            occurred_at=from_us(rec.occurred_at) if rec.occurred_at is not None else None,
+            recorded_at=from_us(rec.recorded_at), source=rec.source, session=rec.session, speaker=rec.speaker,
+            metadata=json.loads(rec.metadata) if rec.metadata else {},
+            mentions=tuple(
+                TimeSpan(phrase, from_us(a).astimezone(tz), from_us(b).astimezone(tz), Precision(p))
+                for _r, a, b, phrase, p in times
+            ),
+            fact_ids=tuple(fact_ids),
+            superseded_by=rec.superseded_by,
+            superseded_at=from_us(rec.superseded_at) if rec.superseded_at is not None else None,
+            erased_at=from_us(rec.erased_at) if rec.erased_at is not None else None,
+            namespace=self.namespace,
+        )
+
+    def episode(self, episode_id: str) -> Episode:
+        """One episode by id, with its time mentions and the ids of the facts citing it."""
+        return self._episode_model(self._require_episode_rec(episode_id))
+
+    def episode_facts(self, episode_id: str) -> list[Fact]:
+        """The facts citing an episode (believed now, all of valid time)."""
+        rec = self._require_episode_rec(episode_id)
+        ids = sorted({f for _e, f in self._es.facts_citing_episodes(self._ns, [rec.id])})
+        return self._facts_by_ids(ids, None)
+
+    def episodes(self, *, session: str | None = None, since: TimeLike | None = None,
+                 until: TimeLike | None = None, limit: int = 100, offset: int = 0) -> list[Episode]:
+        """Episodes in time order (``occurred_at``, else ``recorded_at``)."""
+        for name, value in (("limit", limit), ("offset", offset)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidInputError(f"{name} must be a non-negative integer, not {value!r}")
+        f = EpisodeFilter(
+            self._ns, session=_opt_str(session, "session"),
+            since=self.parse_time(since, "since").us if since is not None else None,
+            until=self.parse_time(until, "until").us if until is not None else None,
+        )
+        recs = self._es.list_episodes(f, limit, offset)
+        return self._hydrate(recs)
+
+    def _hydrate(self, recs: Sequence[EpisodeRecord]) -> list[Episode]:
+        times: dict[int, list[tuple[int, int, int, str, int]]] = {}
+        for t in self._es.episode_times([r.rowid for r in recs]):
+            times.setdefault(t[0], []).append(t)
+        cites: dict[str, list[str]] = {}
+        for ep, fid in self._es.facts_citing_episodes(self._ns, [r.id for r in recs]):
+            cites.setdefault(ep, []).append(fid)
+        return [self._episode_model(r, times=times.get(r.rowid, []), fact_ids=sorted(set(cites.get(r.id, []))))
+                for r in recs]
+
+    def _facts_by_ids(self, ids: Sequence[str], known_at: int | None) -> list[Fact]:
+        if not ids:
+            return []
+        return self._run(FactQuery(self._ns, fact_ids=list(ids), known_at=known_at))
+
+    # -- search ------------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        view: str = "as_world",
+        at: TimeLike | None = None,
+        session: str | None = None,
+        since: TimeLike | None = None,
+        until: TimeLike | None = None,
+        config: SearchConfig | str | None = None,
+    ) -> list[Hit]:
+        """Hybrid search over episodes: BM25 (FTS5) and dense vectors fused
+        with reciprocal-rank fusion, optionally boosted by time proximity.
+
+        ``view``: ``raw`` (every episode), ``as_recorded`` (recorded at or
+        before ``at``) or ``as_world`` (also not superseded at ``at``: not
+        explicitly superseded, and not only citing facts that have all ended).
+        ``at`` defaults to now. ``since``/``until`` bound ``occurred_at``.
+        ``config`` is a :class:`SearchConfig` or a preset name."""
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInputError("search query must be a non-empty string")
+        if len(query) > MAX_EPISODE_CHARS:
+            raise InvalidInputError(f"search query is longer than {MAX_EPISODE_CHARS} characters")
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1000:
+            raise InvalidInputError(f"k must be an integer from 1 to 1000, not {k!r}")
+        if view not in VIEWS:
+            raise InvalidInputError(f"unknown view {view!r}; expected one of {', '.join(VIEWS)}")
+        cfg = SearchConfig.preset(config) if isinstance(config, str) else (config or SearchConfig())
+        if not isinstance(cfg, SearchConfig):
+            raise InvalidInputError("config must be a SearchConfig or a preset name")
+        at_us = self.parse_time(at, "at").us if at is not None else self._now_us()
+        f = EpisodeFilter(
+            self._ns,
+            recorded_by=at_us if view != "raw" else None,
+            not_superseded_at=at_us if view == "as_world" else None,
+            session=_opt_str(session, "session"),
+            since=self.parse_time(since, "since").us if since is not None else None,
+            until=self.parse_time(until, "until").us if until is not None else None,
+        )
+        pool = max(cfg.pool, k * 3)
+        lexical: list[tuple[int, float]] = []
+        if cfg.lexical_weight > 0:
+            match = fts_query(query)
+            if match is not None:
+                lexical = self._es.lexical_search(match, f, pool, cfg.bm25_weights)
+        dense: list[tuple[int, float]] = []
+        emb = self.embedder if cfg.dense_weight > 0 else None
+        if emb is not None:
+            model = self._es.embedding_model(emb.name)
+            if model is not None:
+                if model[1] != emb.dim:
+                    raise InvalidInputError(f"embedder {emb.name!r} has {emb.dim} dimensions, the store {model[1]}")
+                cache = self._vector_cache()
+                slot = cache.slot(self._es, self._ns, model[0], model[1])
+                if slot.size:
+                    qvec = emb.embed([query], "query")[0]
+                    superseded = self._es.superseded_episodes(self._ns) if f.not_superseded_at else []
+                    dense = cache.search(slot, qvec, pool, f, superseded)
+        return self._fuse(query, lexical, dense, cfg, at_us, k, view)
+
+    def _fuse(self, query: str, lexical: list[tuple[int, float]], dense: list[tuple[int, float]],
+              cfg: SearchConfig, at_us: int, k: int, view: str) -> list[Hit]:
+        lex_rank = {rowid: (i + 1, s) for i, (rowid, s) in enumerate(lexical)}
+        den_rank = {rowid: (i + 1, s) for i, (rowid, s) in enumerate(dense)}
+        parts = rrf_contributions([[r for r, _ in lexical], [r for r, _ in dense]],
+                                  [cfg.lexical_weight, cfg.dense_weight], cfg.rrf_k)
+        if not parts:
+            return []
+        recs = {r.rowid: r for r in self._es.episodes_by_rowids(list(parts))}
+        bonus: dict[int, float] = {}
+        if cfg.time_weight > 0:
+            half = cfg.time_half_life_days * 86_400e6
+            for rowid, rec in recs.items():
+                when = rec.occurred_at if rec.occurred_at is not None else rec.recorded_at
+                bonus[rowid] = cfg.time_weight * math.pow(0.5, abs(at_us - when) / half)
+        times = self._es.episode_times(list(recs))
+        if cfg.mention_weight > 0:
+            qspans = [(to_us(m.start), to_us(m.end)) for m in
+                      resolve_mentions(query, from_us(at_us).astimezone(self.tz))]
+            if qspans:
+                spans: dict[int, list[tuple[int, int]]] = {}
+                for rowid, a, b, _p, _pr in times:
+                    spans.setdefault(rowid, []).append((a, b))
+                for rowid, rec in recs.items():
+                    own = list(spans.get(rowid, []))
+                    if rec.occurred_at is not None:
+                        own.append((rec.occurred_at, rec.occurred_at + 1))
+                    if any(a < qb and qa < b for a, b in own for qa, qb in qspans):
+                        bonus[rowid] = bonus.get(rowid, 0.0) + cfg.mention_weight
+        ranked = sorted(
+            ((rowid, sum(p) + bonus.get(rowid, 0.0)) for rowid, p in parts.items() if rowid in recs),
+            key=lambda x: (-x[1], x[0]),
+        )
+        # facts citing the candidates, as known at `at`, for annotation and the as_world view
+        cand = [rowid for rowid, _ in ranked[: max(k * 4, 40)]]
+        cites: dict[str, list[str]] = {}
+        for ep, fid in self._es.facts_citing_episodes(self._ns, [recs[r].id for r in cand]):
+            cites.setdefault(ep, []).append(fid)
+        all_ids = sorted({f for fs in cites.values() for f in fs})
+        known = {f.id: f for f in self._facts_by_ids(all_ids, at_us if view != "raw" else None)}
+        out_rows: list[tuple[int, float]] = []
+        for rowid, score in ranked[: len(cand)]:
+            rec = recs[rowid]
+            if view == "as_world":
+                facts = [known[fid] for fid in cites.get(rec.id, []) if fid in known]
+                if facts and all(f.valid_to is not None and to_us(f.valid_to) <= at_us for f in facts):
+                    continue  # every fact this evidence supports had ended by `at`
+            out_rows.append((rowid, score))
+            if len(out_rows) == k:
+                break
+        tmap: dict[int, list[tuple[int, int, int, str, int]]] = {}
+        for t in times:
+            tmap.setdefault(t[0], []).append(t)
+        now_facts = {f.id: f for f in self._facts_by_ids(all_ids, None)}
+        hits: list[Hit] = []
+        for rowid, score in out_rows:
+            rec = recs[rowid]
+            fids = sorted(set(cites.get(rec.id, [])))
+            episode = self._episode_model(rec, times=tmap.get(rowid, []), fact_ids=fids)
+            notes = tuple(self._fact_note(now_facts[fid], at_us) for fid in fids if fid in now_facts)
+            lr, dr = lex_rank.get(rowid), den_rank.get(rowid)
+            hits.append(Hit(
+                episode=episode, score=score,
+                parts=ScoreParts(
+                    fused=score, bm25=lr[1] if lr else None, bm25_rank=lr[0] if lr else None,
+                    dense=dr[1] if dr else None, dense_rank=dr[0] if dr else None, time=bonus.get(rowid, 0.0),
+                ),
+                facts=notes,
+            ))
+        return hits
+
+    def _fact_note(self, fact: Fact, at_us: int) -> FactNote:
+        ended = fact.valid_to is not None and to_us(fact.valid_to) <= at_us
+        if not ended:
+            return FactNote(fact=fact, current=True)
+        by: Fact | None = None
+        if fact.invalidated_by:
+            got = self._facts_by_ids([fact.invalidated_by], None)
+            by = got[0] if got else None
+        return FactNote(fact=fact, current=False, ended_at=fact.valid_to, superseded_by=by)
+
+    # -- maintenance -------------------------------------------------------
+    def reindex(self, *, lexical: bool = True, vectors: bool = True, times: bool = False,
+                progress: Callable[[int, int], None] | None = None, batch: int = 512) -> dict[str, int]:
+        """Rebuild what can be rebuilt from the stored episodes: the FTS rows
+        (``lexical``), missing vectors for the current embedder (``vectors``)
+        and, with ``times=True``, the resolved time mentions. Each batch
+        commits on its own, so an interrupted reindex resumes where it
+        stopped. Returns counts per part."""
+        counts = {"lexical": 0, "vectors": 0, "times": 0}
+        total = self._es.episode_count(self._ns)
+        if lexical or times:
+            last = 0
+            done = 0
+            while True:
+                recs = self._es.episode_index_rows(self._ns, last, batch)
+                if not recs:
+                    break
+                with self._es.write() as tx:
+                    for rec in recs:
+                        meta = json.loads(rec.metadata) if rec.metadata else None
+                        if lexical:
+                            tx.replace_episode_index(rec.rowid, index_parts(
+                                rec.text, rec.speaker, rec.session, rec.occurred_at, meta, self.tz))
+                            counts["lexical"] += 1
+                        if times:
+                            base_us = rec.occurred_at if rec.occurred_at is not None else rec.recorded_at
+                            found = resolve_mentions(rec.text, from_us(base_us).astimezone(self.tz))
+                            tx.replace_episode_times(rec.rowid, [
+                                (rec.rowid, to_us(m.start), to_us(m.end), m.phrase, int(m.precision)) for m in found
+                            ])
+                            counts["times"] += len(found)
+                last = recs[-1].rowid
+                done += len(recs)
+                if progress is not None:
+                    progress(done, total)
+        emb = self.embedder if vectors else None
+        if emb is not None:
+            with self._es.write() as tx:
+                model_id = tx.embedding_model_id(emb.name, emb.dim)
+            last = 0
+            while True:
+                recs = self._es.episodes_missing_vectors(self._ns, model_id, last, batch)
+                if not recs:
+                    break
+                texts = [embed_text(r.text, r.speaker, json.loads(r.metadata) if r.metadata else None) for r in recs]
+                mat = emb.embed(texts, "passage")
+                with self._es.write() as tx:
+                    tx.put_episode_vectors(model_id, [(r.rowid, self._ns, bytes(mat[i].astype("float32").tobytes()))
+                                                      for i, r in enumerate(recs)])
+                    tx.bump_episode_generation()
+                counts["vectors"] += len(recs)
+                last = recs[-1].rowid
+                if progress is not None:
+                    progress(counts["vectors"], total)
+        return counts
+
+    def evidence_stats(self) -> dict[str, Any]:
+        """Episode count and, per embedding model, how many episodes have vectors."""
+        out: dict[str, Any] = {"episodes": self._es.episode_count(self._ns), "models": {}}
+        for model_id, name, dim in self._es.embedding_models():
+            count, _ = self._es.vector_stats(self._ns, model_id)
+            out["models"][name] = {"dim": dim, "vectors": count}
+        emb = self.embedder if getattr(self, "_embedder_set", False) else None
+        out["embedder"] = emb.name if emb is not None else None
+        return out
+

@@ -1,0 +1,179 @@
+"""Result types of the evidence memory, frozen dataclasses with ``to_dict()``,
+and the search configuration with its named presets."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Literal, Mapping
+
+from ..errors import InvalidInputError
+from ..models import Fact, _Dictable
+from ..timeutil import Precision
+
+__all__ = [
+    "Episode", "FactNote", "Hit", "Recall", "RecallItem", "ScoreParts", "SearchConfig", "TimeSpan", "View",
+    "MAX_EPISODE_CHARS",
+]
+
+View = Literal["as_world", "as_recorded", "raw"]
+VIEWS: tuple[str, ...] = ("as_world", "as_recorded", "raw")
+
+#: The longest episode text accepted (characters). Longer evidence should be
+#: split into several episodes (one per turn, paragraph or section).
+MAX_EPISODE_CHARS = 100_000
+
+
+@dataclass(frozen=True)
+class TimeSpan(_Dictable):
+    """A time expression of an episode, resolved to ``[start, end)``."""
+
+    phrase: str
+    start: _dt.datetime
+    end: _dt.datetime
+    precision: Precision
+
+
+@dataclass(frozen=True)
+class Episode(_Dictable):
+    """A piece of evidence: a conversation turn, note or decision, verbatim.
+
+    ``occurred_at``: when it was said or happened (valid time, may be None);
+    ``recorded_at``: when the memory stored it (system time). ``mentions``:
+    the time expressions in the text, resolved against ``occurred_at``.
+    ``fact_ids``: the facts that cite it. An erased episode keeps only its id
+    and times (``erased_at`` set, ``text`` empty).
+    """
+
+    id: str
+    text: str
+    occurred_at: _dt.datetime | None
+    recorded_at: _dt.datetime
+    source: str | None = None
+    session: str | None = None
+    speaker: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    mentions: tuple[TimeSpan, ...] = ()
+    fact_ids: tuple[str, ...] = ()
+    superseded_by: str | None = None
+    superseded_at: _dt.datetime | None = None
+    erased_at: _dt.datetime | None = None
+    namespace: str = "default"
+
+
+@dataclass(frozen=True)
+class FactNote(_Dictable):
+    """A fact an episode supports. When the fact has ended, ``superseded_by``
+    is the fact that replaced it (if one did) and ``ended_at`` when."""
+
+    fact: Fact
+    current: bool
+    ended_at: _dt.datetime | None = None
+    superseded_by: Fact | None = None
+
+    def line(self) -> str:
+        if self.current or self.ended_at is None:
+            return self.fact.line()
+        when = self.fact.valid_to_text or "?"
+        if self.superseded_by is not None:
+            return f"{self.fact.line()} -- HISTORY: ended {when}, superseded by {self.superseded_by.line()}"
+        return f"{self.fact.line()} -- HISTORY: ended {when}"
+
+
+@dataclass(frozen=True)
+class ScoreParts(_Dictable):
+    """Why a hit ranks where it does. Ranks are 1-based (None: not in that list)."""
+
+    fused: float
+    bm25: float | None = None
+    bm25_rank: int | None = None
+    dense: float | None = None
+    dense_rank: int | None = None
+    time: float = 0.0
+
+
+@dataclass(frozen=True)
+class Hit(_Dictable):
+    """One search result: the episode, its score parts and the facts it
+    supports (each flagged current or history)."""
+
+    episode: Episode
+    score: float
+    parts: ScoreParts
+    facts: tuple[FactNote, ...] = ()
+
+    @property
+    def is_history(self) -> bool:
+        """True when the episode supports facts and every one of them has ended."""
+        return bool(self.facts) and not any(n.current for n in self.facts)
+
+
+@dataclass(frozen=True)
+class RecallItem(_Dictable):
+    """One packed item: a fact or an episode, with its citation id."""
+
+    kind: Literal["fact", "episode"]
+    cite: str
+    text: str
+    tokens: int
+
+
+@dataclass(frozen=True)
+class Recall(_Dictable):
+    """What :meth:`~chronomem.Memory.recall` found, packed for a prompt."""
+
+    question: str
+    at: _dt.datetime
+    text: str
+    items: tuple[RecallItem, ...]
+    entities: tuple[str, ...]
+    candidates: tuple[str, ...]
+    facts: tuple[Fact, ...]
+    hits: tuple[Hit, ...]
+    tokens: int
+    budget_tokens: int
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """Every weight of the hybrid search. Use a preset (``SearchConfig.preset(name)``)
+    or ``dataclasses.replace`` one.
+
+    * ``lexical_weight`` / ``dense_weight``: weights of the two ranked lists in
+      reciprocal-rank fusion (0 switches a list off); ``rrf_k``: RRF's constant.
+    * ``bm25_weights``: FTS5 column weights (text, speaker, context).
+    * ``pool``: candidates taken from each list before fusion.
+    * ``time_weight`` / ``time_half_life_days``: the time-proximity term, added
+      to the fused score as ``time_weight * 0.5 ** (|occurred - at| / half_life)``.
+    * ``mention_weight``: added when the question names a time (e.g. "in May
+      2023") and the episode happened then or mentions a time that overlaps it.
+    """
+
+    lexical_weight: float = 1.0
+    dense_weight: float = 1.0
+    rrf_k: float = 60.0
+    bm25_weights: tuple[float, float, float] = (1.0, 0.5, 0.3)
+    pool: int = 100
+    time_weight: float = 0.0
+    time_half_life_days: float = 30.0
+    mention_weight: float = 0.004
+
+    PRESETS = ("hybrid", "lexical", "dense", "recent")
+
+    @classmethod
+    def preset(cls, name: str) -> "SearchConfig":
+        """``hybrid`` (default), ``lexical`` (BM25 only), ``dense`` (vectors
+        only) or ``recent`` (hybrid plus a strong time-proximity term)."""
+        base = cls()
+        if name == "hybrid":
+            return base
+        if name == "lexical":
+            return replace(base, dense_weight=0.0)
+        if name == "dense":
+            return replace(base, lexical_weight=0.0)
+        if name == "recent":
+            return replace(base, time_weight=0.01, time_half_life_days=14.0)
+        raise InvalidInputError(f"unknown search preset {name!r}; expected one of {', '.join(cls.PRESETS)}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}

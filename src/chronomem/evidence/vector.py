@@ -1,0 +1,142 @@
+"""Dense search over the vectors stored in the database.
+
+The store's ``episode_vectors`` rows are the source of truth. This module
+keeps, per (namespace, model), an in-process matrix loaded from them and
+refreshed incrementally: a write bumps the store's episode generation, and the
+next search appends the new rows (or reloads when rows went away). Search is
+exact (one matrix-vector product, ``argpartition``) with the view's filters as
+a boolean mask, so views never need a second index.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from ..store.base import EpisodeFilter, EpisodeStore
+from .embed import load_numpy
+
+__all__ = ["VectorCache", "VectorSlot"]
+
+log = logging.getLogger("chronomem.evidence.vector")
+
+_LOAD_BATCH = 50_000
+
+
+@dataclass
+class VectorSlot:
+    """One namespace's vectors of one model, as numpy arrays (row-aligned)."""
+
+    dim: int
+    rowids: Any
+    vecs: Any
+    recorded: Any
+    occurred: Any
+    sessions: Any
+    session_codes: dict[str, int]
+    generation: int = -1
+    max_rowid: int = 0
+
+    @property
+    def size(self) -> int:
+        return int(self.rowids.shape[0])
+
+
+class VectorCache:
+    """Per-process cache of the stored vectors, exact top-k search."""
+
+    def __init__(self) -> None:
+        self._np = load_numpy()
+        self._slots: dict[tuple[int, int], VectorSlot] = {}
+        self._lock = threading.Lock()
+
+    def _empty(self, dim: int) -> VectorSlot:
+        np = self._np
+        return VectorSlot(
+            dim=dim, rowids=np.zeros(0, np.int64), vecs=np.zeros((0, dim), np.float32),
+            recorded=np.zeros(0, np.int64), occurred=np.zeros(0, np.int64), sessions=np.zeros(0, np.int32),
+            session_codes={},
+        )
+
+    def slot(self, store: EpisodeStore, ns_id: int, model_id: int, dim: int) -> VectorSlot:
+        """The up-to-date arrays for ``(ns_id, model_id)``."""
+        gen = store.episode_generation()
+        with self._lock:
+            slot = self._slots.get((ns_id, model_id))
+            if slot is not None and slot.generation == gen:
+                return slot
+            count, max_rowid = store.vector_stats(ns_id, model_id)
+            if slot is None or count < slot.size or max_rowid < slot.max_rowid:
+                slot = self._empty(dim)
+            self._append(store, slot, ns_id, model_id)
+            if slot.size != count:  # rows changed under us (erasures): reload everything
+                slot = self._empty(dim)
+                self._append(store, slot, ns_id, model_id)
+            slot.generation = gen
+            self._slots[(ns_id, model_id)] = slot
+            return slot
+
+    def _append(self, store: EpisodeStore, slot: VectorSlot, ns_id: int, model_id: int) -> None:
+        np = self._np
+        while True:
+            rows = store.load_vectors(ns_id, model_id, slot.max_rowid, _LOAD_BATCH)
+            if not rows:
+                return
+            n = len(rows)
+            rowids = np.fromiter((r[0] for r in rows), np.int64, n)
+            vecs = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(n, slot.dim)
+            recorded = np.fromiter((r[2] for r in rows), np.int64, n)
+            occurred = np.fromiter((r[3] if r[3] is not None else r[2] for r in rows), np.int64, n)
+            codes = slot.session_codes
+            sessions = np.fromiter(
+                (codes.setdefault(r[4], len(codes) + 1) if r[4] is not None else 0 for r in rows), np.int32, n
+            )
+            slot.rowids = np.concatenate([slot.rowids, rowids])
+            slot.vecs = np.concatenate([slot.vecs, vecs])
+            slot.recorded = np.concatenate([slot.recorded, recorded])
+            slot.occurred = np.concatenate([slot.occurred, occurred])
+            slot.sessions = np.concatenate([slot.sessions, sessions])
+            slot.max_rowid = int(rowids[-1])
+            log.debug("loaded %d vectors (ns %d, model %d)", n, ns_id, model_id)
+
+    def invalidate(self) -> None:
+        with self._lock:
+            self._slots.clear()
+
+    def search(self, slot: VectorSlot, query: Any, k: int, f: EpisodeFilter,
+               superseded: list[tuple[int, int]]) -> list[tuple[int, float]]:
+        """``(rowid, cosine)`` best first, among the rows ``f`` allows."""
+        np = self._np
+        if slot.size == 0 or k <= 0:
+            return []
+        scores = slot.vecs @ np.asarray(query, dtype=np.float32).reshape(-1)
+        mask = None
+
+        def both(m: Any) -> Any:
+            return m if mask is None else (mask & m)
+
+        if f.recorded_by is not None:
+            mask = both(slot.recorded <= f.recorded_by)
+        if f.since is not None:
+            mask = both(slot.occurred >= f.since)
+        if f.until is not None:
+            mask = both(slot.occurred < f.until)
+        if f.session is not None:
+            code = slot.session_codes.get(f.session)
+            mask = both(slot.sessions == (code if code is not None else -1))
+        if f.not_superseded_at is not None and superseded:
+            gone = [rowid for rowid, at in superseded if at <= f.not_superseded_at]
+            if gone:
+                mask = both(~np.isin(slot.rowids, np.asarray(gone, np.int64)))
+        if mask is not None:
+            scores = np.where(mask, scores, -np.inf)
+        k = min(k, slot.size)
+        if k < slot.size:
+            top = np.argpartition(-scores, k - 1)[:k]
+        else:
+            top = np.arange(slot.size)
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [(int(slot.rowids[i]), float(scores[i])) for i in top if scores[i] > -np.inf]
+

@@ -1,0 +1,574 @@
+"""The PostgreSQL backend: one memory shared by many agents on many machines.
+
+``PostgresStore("postgresql://user@host/db[?schema=name]")`` (extra
+``chronomem[postgres]``: psycopg 3 and psycopg-pool). Tables live in the
+schema named by ``?schema=`` (created if missing) or in the connection's
+default schema. Migrations (``store/migrations/postgres``, the same names as
+SQLite's) are applied on open under a database-wide advisory lock, so several
+processes may start at once.
+
+Writes: every :meth:`PostgresStore.write` transaction starts with
+``chronomem_begin_write`` (see ``0001_initial.sql``), which takes the store's
+advisory write lock and derives a system time strictly after every earlier
+transaction's. The write engine then runs unchanged on rows read inside that
+transaction. The ``facts_single_valued`` exclusion constraint (``btree_gist``)
+guarantees the single-valued invariant even for a writer that bypasses the
+lock. ``docs/architecture.md`` ("Concurrency") explains the choice.
+
+Reads run on pooled autocommit connections; inside a write transaction (same
+thread) they run on the transaction's connection and see its changes, and
+:meth:`PostgresStore.read` pins one REPEATABLE READ snapshot.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator, Sequence
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from ..errors import MissingExtraError, SchemaVersionError, StoreError
+from ..timeutil import MAX_US, SystemClock, to_us
+from .base import READ_COLUMNS, EntityRecord, FactQuery, PredicateRecord, Row
+from .migrations import load_migrations
+from .postgres_tx import RAW_COLS, PgTx
+
+__all__ = ["PostgresStore", "split_schema"]
+
+log = logging.getLogger("chronomem.store.postgres")
+
+_SELECT_FACT = (
+    "SELECT f.rowid, f.fact_id, f.version, f.ns_id, f.subject_id, f.predicate_id, f.object_id, "
+    "f.object_lit, f.valid_from, f.valid_from_prec, f.valid_to, f.valid_to_prec, f.system_from, "
+    "f.system_to, f.confidence, f.source, f.episode_id, f.properties, f.invalidated_by, "
+    "f.close_kind, f.closed_by, s.name, p.name, o.name "
+    "FROM facts f JOIN entities s ON s.id = f.subject_id JOIN predicates p ON p.id = f.predicate_id "
+    "LEFT JOIN entities o ON o.id = f.object_id"
+)
+_SELECT_READ = "SELECT " + ", ".join("f." + c for c in READ_COLUMNS) + " FROM facts f"
+# database-wide advisory lock key for migrations ("chronomem" in two int4s)
+_MIGRATE_LOCK = (1668442479, 1835363693)
+_SCHEMA_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+_ENTITY_COLS = "id, ns_id, key, name, type, properties, created_at"
+_PRED_COLS = "id, ns_id, key, name, cardinality, inverse, description, declared"
+
+
+def split_schema(url: str) -> tuple[str, str | None]:
+    """``(conninfo URL without ?schema=, schema or None)``."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    schema = None
+    rest = []
+    for k, v in query:
+        if k == "schema":
+            schema = v
+        else:
+            rest.append((k, v))
+    if schema is not None and not _SCHEMA_RE.match(schema):
+        raise StoreError(f"schema name {schema!r} must be letters, digits and underscores")
+    return urlunsplit(parts._replace(query=urlencode(rest))), schema
+
+
+def _redact(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password:
+        netloc = parts.netloc.replace(":" + parts.password + "@", ":***@")
+        return urlunsplit(parts._replace(netloc=netloc))
+    return url
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+        import psycopg_pool  # noqa: F401
+    except ImportError:
+        raise MissingExtraError(
+            "the PostgreSQL backend needs the postgres extra: pip install 'chronomem[postgres]'"
+        ) from None
+    return psycopg
+
+
+class PostgresStore:
+    """PostgreSQL implementation of :class:`~chronomem.store.base.Store`."""
+
+    backend = "postgresql"
+
+    def __init__(self, url: str, *, clock: Any = None, pool_size: int = 4, connect_timeout: float = 10.0) -> None:
+        psycopg = _psycopg()
+        from psycopg_pool import ConnectionPool
+
+        self._psycopg = psycopg
+        conninfo, schema = split_schema(url)
+        self.schema = schema
+        self.url = _redact(url)
+        self._clock = clock or SystemClock()
+        kwargs: dict[str, Any] = {"autocommit": True, "connect_timeout": max(1, int(connect_timeout))}
+        if schema is not None:
+            kwargs["options"] = f"-c search_path={schema},public"
+        try:
+            first = psycopg.connect(conninfo, **kwargs)
+        except psycopg.Error as exc:
+            msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise StoreError(f"cannot connect to PostgreSQL at {_redact(conninfo)}: {msg}") from None
+        try:
+            self._migrate(first, schema)
+        finally:
+            first.close()
+        self._pool = ConnectionPool(
+            conninfo, min_size=1, max_size=max(1, pool_size), kwargs=kwargs, open=False,
+            name=f"chronomem-{schema or 'default'}", timeout=max(connect_timeout, 30.0),
+        )
+        self._pool.open(wait=True, timeout=connect_timeout)
+        self._local = threading.local()
+        self._write_lock = threading.RLock()
+        self._entity_cache: dict[tuple[int, str], int] = {}
+        self._pred_cache: dict[tuple[int, str], PredicateRecord] = {}
+        self._card_cache: dict[int, str] = {}
+        # id -> display name; names never change once created
+        self._names: dict[int, str] = {}
+        self._pred_names: dict[int, str] = {}
+        self._names_version = -1
+        self._closed = False
+
+    # -- lifecycle ------------------------------------------------------
+    def _migrate(self, conn: Any, schema: str | None) -> None:
+        migrations = load_migrations("postgres")
+        latest = max(n for n, _, _ in migrations)
+        with self._errors(), conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", _MIGRATE_LOCK)
+            if schema is not None:
+                conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
+                "name TEXT NOT NULL, applied_at BIGINT NOT NULL)"
+            )
+            done = {int(v) for (v,) in conn.execute("SELECT version FROM schema_migrations")}
+            if done and max(done) > latest:
+                raise SchemaVersionError(
+                    f"database schema version {max(done)} is newer than this chronomem ({latest}); upgrade chronomem"
+                )
+            pending = [m for m in migrations if m[0] not in done]
+            if not pending:
+                return
+            self._ensure_extension(conn, "btree_gist", "postgresql-contrib")
+            for number, name, sql in pending:
+                log.info("applying migration %s", name)
+                conn.execute(sql)
+                conn.execute(
+                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (%s, %s, %s)",
+                    (number, name, to_us(self._clock())),
+                )
+
+    def _ensure_extension(self, conn: Any, name: str, package: str) -> None:
+        if conn.execute("SELECT 1 FROM pg_extension WHERE extname = %s", (name,)).fetchone():
+            return
+        available = conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = %s", (name,)).fetchone()
+        if not available:
+            raise StoreError(
+                f"the PostgreSQL server lacks the {name} extension: install {package} on the server"
+            )
+        # in schema public, so that dropping a store's schema never drops it
+        conn.execute(f"CREATE EXTENSION IF NOT EXISTS {name} SCHEMA public")
+
+    def schema_version(self) -> int:
+        with self._conn() as conn:
+            row = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
+            return int(row[0] or 0)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._pool.close()
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """Turn driver errors into one-sentence :class:`StoreError` s."""
+        psycopg = self._psycopg
+        try:
+            yield
+        except psycopg.errors.ExclusionViolation as exc:
+            raise StoreError(
+                "the database refused two overlapping believed values of a single-valued predicate "
+                f"({exc.diag.message_detail or exc.diag.message_primary})"
+            ) from None
+        except psycopg.Error as exc:
+            msg = exc.diag.message_primary or str(exc).strip().splitlines()[0]
+            raise StoreError(f"PostgreSQL error: {msg}") from None
+
+    @contextmanager
+    def _conn(self) -> Iterator[Any]:
+        bound = getattr(self._local, "conn", None)
+        if bound is not None:
+            yield bound
+            return
+        if self._closed:
+            raise StoreError("this memory is closed")
+        with self._errors(), self._pool.connection() as conn:
+            yield conn
+
+    # -- transactions ---------------------------------------------------
+    def last_system_time(self) -> int:
+        with self._conn() as conn:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'last_system_time'").fetchone()
+            return int(row[0]) if row else -(2**63)
+
+    @contextmanager
+    def write(self) -> Iterator[PgTx]:
+        current = getattr(self._local, "tx", None)
+        if current is not None:
+            yield current  # nested: part of the open transaction
+            return
+        if self._closed:
+            raise StoreError("this memory is closed")
+        with self._write_lock, self._errors(), self._pool.connection() as conn:
+            self._local.conn = conn
+            try:
+                with conn.transaction():
+                    row = conn.execute(
+                        "SELECT now_us, names_version FROM chronomem_begin_write(%s)", (to_us(self._clock()),)
+                    ).fetchone()
+                    now, names_version = int(row[0]), int(row[1])
+                    if names_version != self._names_version:
+                        self._clear_caches()
+                        self._names_version = names_version
+                    tx = PgTx(self, conn, now)
+                    self._local.tx = tx
+                    yield tx
+                    if tx._names_bumped:
+                        self._names_version = names_version + 1
+            except BaseException:
+                self._clear_caches()
+                self._names_version = -1
+                raise
+            finally:
+                self._local.conn = None
+                self._local.tx = None
+
+    def _clear_caches(self) -> None:
+        self._entity_cache.clear()
+        self._pred_cache.clear()
+        self._card_cache.clear()
+
+    @contextmanager
+    def read(self) -> Iterator[None]:
+        """A consistent snapshot for several statements (this thread)."""
+        if getattr(self._local, "conn", None) is not None:
+            yield None
+            return
+        with self._errors(), self._pool.connection() as conn:
+            self._local.conn = conn
+            try:
+                with conn.transaction():
+                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                    yield None
+            finally:
+                self._local.conn = None
+
+    # -- names ----------------------------------------------------------
+    def namespace_id(self, name: str, create: bool = True) -> int | None:
+        with self._conn() as conn:
+            row = conn.execute("SELECT id FROM namespaces WHERE name = %s", (name,)).fetchone()
+        if row:
+            return int(row[0])
+        if not create:
+            return None
+        with self.write() as tx:
+            got = tx.conn.execute(
+                "INSERT INTO namespaces (name, created_at) VALUES (%s, %s) ON CONFLICT (name) DO NOTHING RETURNING id",
+                (name, tx.now),
+            ).fetchone()
+            if got is None:
+                got = tx.conn.execute("SELECT id FROM namespaces WHERE name = %s", (name,)).fetchone()
+            return int(got[0])
+
+    def namespaces(self) -> list[str]:
+        with self._conn() as conn:
+            return [str(n) for (n,) in conn.execute("SELECT name FROM namespaces ORDER BY name")]
+
+    def entity_id(self, ns_id: int, key: str) -> int | None:
+        tx = getattr(self._local, "tx", None)
+        if tx is not None:
+            result: int | None = tx.entity_id(ns_id, key)
+            return result
+        with self._conn() as conn:
+            row = conn.execute(
+                "SELECT entity_id FROM entity_keys WHERE ns_id = %s AND key = %s", (ns_id, key)
+            ).fetchone()
+            return None if row is None else int(row[0])
+
+    def _entity_records(self, conn: Any, rows: Sequence[Sequence[Any]]) -> list[EntityRecord]:
+        if not rows:
+            return []
+        aliases: dict[int, list[str]] = {}
+        for eid, alias in conn.execute(
+            "SELECT entity_id, alias_name FROM entity_keys WHERE entity_id = ANY(%s) AND alias_name IS NOT NULL "
+            "ORDER BY alias_name",
+            ([r[0] for r in rows],),
+        ):
+            aliases.setdefault(int(eid), []).append(str(alias))
+        return [
+            EntityRecord(int(r[0]), int(r[1]), r[2], r[3], r[4], r[5], int(r[6]), tuple(aliases.get(int(r[0]), ())))
+            for r in rows
+        ]
+
+    def entity_names(self, ids: Iterable[int]) -> dict[int, str]:
+        """Display names of entity ids (cached: a name never changes and ids
+        are never reused). The returned mapping covers at least ``ids``."""
+        names = self._names
+        missing = [i for i in ids if i not in names]
+        if missing:
+            with self._conn() as conn:
+                for eid, name in conn.execute("SELECT id, name FROM entities WHERE id = ANY(%s)", (missing,)):
+                    names[int(eid)] = str(name)
+        return names
+
+    def predicate_names(self, ids: Iterable[int]) -> dict[int, str]:
+        """Display names of predicate ids (cached: a name never changes)."""
+        names = self._pred_names
+        missing = [i for i in ids if i not in names]
+        if missing:
+            with self._conn() as conn:
+                for pid, name in conn.execute("SELECT id, name FROM predicates WHERE id = ANY(%s)", (missing,)):
+                    names[int(pid)] = str(name)
+        return names
+
+    def entity(self, entity_id: int) -> EntityRecord | None:
+        with self._conn() as conn:
+            rows = conn.execute(f"SELECT {_ENTITY_COLS} FROM entities WHERE id = %s", (entity_id,)).fetchall()
+            got = self._entity_records(conn, rows)
+            return got[0] if got else None
+
+    def entities(self, ns_id: int) -> list[EntityRecord]:
+        with self._conn() as conn:
+            rows = conn.execute(f"SELECT {_ENTITY_COLS} FROM entities WHERE ns_id = %s ORDER BY id", (ns_id,)).fetchall()
+            return self._entity_records(conn, rows)
+
+    def entity_keys(self, ns_id: int) -> list[tuple[str, int, str | None]]:
+        """Every name key of a namespace: ``(key, entity_id, alias_name)``."""
+        with self._conn() as conn:
+            return [
+                (str(r[0]), int(r[1]), r[2])
+                for r in conn.execute(
+                    "SELECT key, entity_id, alias_name FROM entity_keys WHERE ns_id = %s ORDER BY key", (ns_id,)
+                )
+            ]
+
+    def entities_by_key_substring(self, ns_id: int, text: str, limit: int) -> list[EntityRecord]:
+        pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        with self._conn() as conn:
+            rows = conn.execute(
+                f"SELECT {', '.join('e.' + c for c in _ENTITY_COLS.split(', '))} FROM entities e WHERE e.id IN ("
+                "SELECT k.entity_id FROM entity_keys k JOIN entities e2 ON e2.id = k.entity_id "
+                "WHERE k.ns_id = %s AND (lower(k.key) LIKE lower(%s) OR lower(e2.name) LIKE lower(%s))"
+                ") ORDER BY e.id LIMIT %s",
+                (ns_id, pattern, pattern, limit),
+            ).fetchall()
+            return self._entity_records(conn, rows)
+
+    def _pred_records(self, conn: Any, rows: Sequence[Sequence[Any]]) -> list[PredicateRecord]:
+        if not rows:
+            return []
+        aliases: dict[int, list[str]] = {}
+        for pid, alias in conn.execute(
+            "SELECT predicate_id, alias_name FROM predicate_keys WHERE predicate_id = ANY(%s) "
+            "AND alias_name IS NOT NULL ORDER BY alias_name",
+            ([r[0] for r in rows],),
+        ):
+            aliases.setdefault(int(pid), []).append(str(alias))
+        return [
+            PredicateRecord(int(r[0]), int(r[1]), r[2], r[3], r[4], r[5], r[6], bool(r[7]),
+                            tuple(aliases.get(int(r[0]), ())))
+            for r in rows
+        ]
+
+    def predicate(self, ns_id: int, key: str) -> PredicateRecord | None:
+        in_tx = getattr(self._local, "tx", None) is not None
+        if in_tx:
+            cached = self._pred_cache.get((ns_id, key))
+            if cached is not None:
+                return cached
+        with self._conn() as conn:
+            rows = conn.execute(
+                "SELECT p.id, p.ns_id, p.key, p.name, p.cardinality, p.inverse, p.description, p.declared "
+                "FROM predicate_keys k JOIN predicates p ON p.id = k.predicate_id WHERE k.ns_id = %s AND k.key = %s",
+                (ns_id, key),
+            ).fetchall()
+            got = self._pred_records(conn, rows)
+        if not got:
+            return None
+        if in_tx:
+            self._pred_cache[(ns_id, key)] = got[0]
+        return got[0]
+
+    def predicate_by_id(self, predicate_id: int) -> PredicateRecord | None:
+        with self._conn() as conn:
+            rows = conn.execute(f"SELECT {_PRED_COLS} FROM predicates WHERE id = %s", (predicate_id,)).fetchall()
+            got = self._pred_records(conn, rows)
+            return got[0] if got else None
+
+    def predicates(self, ns_id: int) -> list[PredicateRecord]:
+        with self._conn() as conn:
+            rows = conn.execute(
+                f"SELECT {_PRED_COLS} FROM predicates WHERE ns_id = %s ORDER BY key", (ns_id,)
+            ).fetchall()
+            return self._pred_records(conn, rows)
+
+    def _cardinality(self, predicate_id: int) -> str:
+        got = self._card_cache.get(predicate_id)
+        if got is None:
+            with self._conn() as conn:
+                row = conn.execute("SELECT cardinality FROM predicates WHERE id = %s", (predicate_id,)).fetchone()
+            got = str(row[0]) if row else "many"
+            self._card_cache[predicate_id] = got
+        return got
+
+    # -- fact reads -----------------------------------------------------
+    def query_sql(self, q: FactQuery) -> tuple[str, list[Any]]:
+        """The SQL and parameters :meth:`query` runs for ``q``."""
+        return self._build_sql(q, _SELECT_FACT, "9, 2, 3")
+
+    def read_sql(self, q: FactQuery) -> tuple[str, list[Any]]:
+        """The SQL and parameters :meth:`query_tuples` runs for ``q``."""
+        return self._build_sql(q, _SELECT_READ, "7, 1, 2")
+
+    def _build_sql(self, q: FactQuery, head: str, union_order: str) -> tuple[str, list[Any]]:
+        common: list[str] = []
+        cparams: list[Any] = []
+        if not q.all_versions:
+            if q.known_at is None:
+                common.append(f"f.system_to = {MAX_US}")
+            else:
+                common.append("f.system_from <= %s AND f.system_to > %s")
+                cparams += [q.known_at, q.known_at]
+        if q.as_of is not None:
+            common.append("f.valid_from <= %s AND f.valid_to > %s")
+            cparams += [q.as_of, q.as_of]
+        if q.overlap is not None:
+            common.append("f.valid_from < %s AND f.valid_to > %s")
+            cparams += [q.overlap[1], q.overlap[0]]
+        if q.predicate_ids is not None:
+            common.append(_in("f.predicate_id", q.predicate_ids, cparams))
+        if q.fact_ids is not None:
+            common.append(_in("f.fact_id", q.fact_ids, cparams))
+        branches: list[tuple[list[str], list[Any]]] = []
+        if q.subject_ids is None:
+            params: list[Any] = [q.ns_id]
+            where = ["f.ns_id = %s"]
+            if q.object_id is not None:
+                where.append("f.object_id = %s")
+                params.append(q.object_id)
+            if q.object_lit is not None:
+                where.append("f.object_lit = %s")
+                params.append(q.object_lit)
+            branches.append((where, params))
+        else:
+            if q.direction in ("out", "both"):
+                params = []
+                where = [_in("f.subject_id", q.subject_ids, params)]
+                if q.object_id is not None:
+                    where.append("f.object_id = %s")
+                    params.append(q.object_id)
+                if q.object_lit is not None:
+                    where.append("f.object_lit = %s")
+                    params.append(q.object_lit)
+                branches.append((where, params))
+            if q.direction in ("in", "both"):
+                params = []
+                where = [_in("f.object_id", q.subject_ids, params)]
+                if q.object_id is not None:
+                    where.append("f.subject_id = %s")
+                    params.append(q.object_id)
+                if q.direction == "both":
+                    # a self-loop appears once
+                    where.append("NOT (" + _in("f.subject_id", q.subject_ids, params) + ")")
+                if q.object_lit is None:
+                    branches.append((where, params))
+        parts: list[str] = []
+        all_params: list[Any] = []
+        for where, params in branches:
+            parts.append(head + " WHERE " + " AND ".join(where + common))
+            all_params += params + cparams
+        if not parts:
+            return head + " WHERE false", []
+        if len(parts) > 1:
+            sql = "SELECT * FROM (" + " UNION ALL ".join(parts) + f") AS u ORDER BY {union_order}"
+        else:
+            sql = parts[0] + " ORDER BY f.valid_from, f.fact_id, f.version"
+        if q.limit is not None:
+            sql += " LIMIT %s"
+            all_params.append(q.limit)
+        return sql, all_params
+
+    def query_tuples(self, q: FactQuery) -> list[tuple[Any, ...]]:
+        """The read path: raw tuples in ``READ_COLUMNS`` order, no names
+        (resolve them with :meth:`entity_names` / :meth:`predicate_names`)."""
+        sql, params = self.read_sql(q)
+        with self._conn() as conn:
+            rows: list[tuple[Any, ...]] = conn.execute(sql, params).fetchall()
+            return rows
+
+    def query(self, q: FactQuery) -> list[Row]:
+        sql, params = self.query_sql(q)
+        with self._conn() as conn:
+            return [Row(*r) for r in conn.execute(sql, params)]
+
+    def iter_rows(self, ns_id: int, batch: int = 10000) -> Iterator[Row]:
+        last = -1
+        while True:
+            with self._conn() as conn:
+                rows = conn.execute(
+                    _SELECT_FACT + " WHERE f.ns_id = %s AND f.rowid > %s ORDER BY f.rowid LIMIT %s",
+                    (ns_id, last, batch),
+                ).fetchall()
+            if not rows:
+                return
+            for r in rows:
+                yield Row(*r)
+            last = rows[-1][0]
+
+    def raw_rows(self, ns_id: int) -> list[Row]:
+        """Every version of a namespace without names (``RAW_COLS``), by rowid."""
+        with self._conn() as conn:
+            return [
+                Row(*r) for r in conn.execute(
+                    f"SELECT {RAW_COLS} FROM facts WHERE ns_id = %s ORDER BY rowid", (ns_id,)
+                )
+            ]
+
+    def sources(self, fact_ids: Sequence[str]) -> list[tuple[str, str | None, str | None, int]]:
+        if not fact_ids:
+            return []
+        with self._conn() as conn:
+            return [
+                (str(r[0]), r[1], r[2], int(r[3]))
+                for r in conn.execute(
+                    "SELECT fact_id, source, episode_id, recorded_at FROM fact_sources WHERE fact_id = ANY(%s) "
+                    "ORDER BY id",
+                    (list(fact_ids),),
+                )
+            ]
+
+    def stats(self, ns_id: int, now: int) -> dict[str, int]:
+        with self._conn() as conn:
+            row = conn.execute(
+                "SELECT (SELECT count(*) FROM entities WHERE ns_id = %(ns)s), "
+                "(SELECT count(*) FROM predicates WHERE ns_id = %(ns)s), "
+                "(SELECT count(*) FROM facts WHERE ns_id = %(ns)s), "
+                f"(SELECT count(DISTINCT fact_id) FROM facts WHERE ns_id = %(ns)s AND system_to = {MAX_US}), "
+                f"(SELECT count(*) FROM facts WHERE ns_id = %(ns)s AND system_to = {MAX_US} "
+                "AND valid_from <= %(now)s AND valid_to > %(now)s), "
+                "(SELECT count(DISTINCT fact_id) FROM facts WHERE ns_id = %(ns)s AND close_kind = 'retracted')",
+                {"ns": ns_id, "now": now},
+            ).fetchone()
+        keys = ("entities", "predicates", "versions", "facts", "current", "retracted")
+        return {k: int(v or 0) for k, v in zip(keys, row)}
+
+
+def _in(column: str, values: Sequence[Any], params: list[Any]) -> str:
+    if len(values) == 1:
+        params.append(values[0])
+        return f"{column} = %s"
+    params.append(list(values))
+    return f"{column} = ANY(%s)"

@@ -1,0 +1,367 @@
+"""Write primitives of the PostgreSQL backend (one write transaction).
+
+Kept apart from :mod:`chronomem.store.postgres` (connection pool, migrations,
+reads). Every method runs on the connection of the open transaction, which
+holds the store's write lock (see ``docs/architecture.md``, "Concurrency").
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Sequence
+
+from ..timeutil import MAX_US
+from .base import PredicateRecord, Row
+
+if TYPE_CHECKING:  # pragma: no cover
+    import psycopg
+
+    from .postgres import PostgresStore
+
+__all__ = ["PgTx", "RAW_COLS", "FACT_INSERT_COLS"]
+
+log = logging.getLogger("chronomem.store.postgres")
+
+RAW_COLS = (
+    "rowid, fact_id, version, ns_id, subject_id, predicate_id, object_id, object_lit, valid_from, "
+    "valid_from_prec, valid_to, valid_to_prec, system_from, system_to, confidence, source, episode_id, "
+    "properties, invalidated_by, close_kind, closed_by"
+)
+FACT_INSERT_COLS = (
+    "fact_id", "version", "ns_id", "subject_id", "predicate_id", "object_id", "object_lit",
+    "valid_from", "valid_from_prec", "valid_to", "valid_to_prec", "system_from", "system_to",
+    "confidence", "source", "episode_id", "properties", "invalidated_by", "close_kind", "closed_by", "single",
+)
+_INSERT_FACT = (
+    f"INSERT INTO facts ({', '.join(FACT_INSERT_COLS)}) VALUES ({', '.join(['%s'] * len(FACT_INSERT_COLS))})"
+)
+# batches at least this large go through COPY
+_COPY_MIN = 64
+
+
+def _bump_names(conn: "psycopg.Connection[Any]") -> None:
+    conn.execute(
+        "INSERT INTO meta AS m (key, value) VALUES ('names_version', '1') "
+        "ON CONFLICT (key) DO UPDATE SET value = (m.value::bigint + 1)::text"
+    )
+
+
+class PgTx:
+    """Write primitives bound to an open PostgreSQL transaction."""
+
+    def __init__(self, store: "PostgresStore", conn: "psycopg.Connection[Any]", now: int) -> None:
+        self.store = store
+        self.conn = conn
+        self.now = now
+        self._new_entities: set[int] = set()
+        # believed versions loaded in this transaction, per (subject, predicate):
+        # rowid -> (valid_from, valid_to); used to set the ``single`` flag
+        self._loaded: dict[tuple[int, int], dict[int, tuple[int, int]]] = {}
+        self._row_group: dict[int, tuple[int, int]] = {}
+        self._names_bumped = False
+        self._synthetic = 0
+
+    def _names_changed(self) -> None:
+        self.store._entity_cache.clear()
+        self.store._pred_cache.clear()
+        if not self._names_bumped:
+            _bump_names(self.conn)
+            self._names_bumped = True
+
+    # -- entities -------------------------------------------------------
+    def entity_id(self, ns_id: int, key: str) -> int | None:
+        cache = self.store._entity_cache
+        got = cache.get((ns_id, key))
+        if got is not None:
+            return got
+        row = self.conn.execute(
+            "SELECT entity_id FROM entity_keys WHERE ns_id = %s AND key = %s", (ns_id, key)
+        ).fetchone()
+        if row is None:
+            return None
+        cache[(ns_id, key)] = int(row[0])
+        return int(row[0])
+
+    def create_entity(self, ns_id: int, key: str, name: str, type: str | None, properties: str | None) -> int:
+        row = self.conn.execute(
+            "WITH e AS (INSERT INTO entities (ns_id, key, name, type, properties, created_at) "
+            "VALUES (%s, %s, %s, %s, %s, %s) RETURNING id) "
+            "INSERT INTO entity_keys (ns_id, key, entity_id) SELECT %s, %s, id FROM e RETURNING entity_id",
+            (ns_id, key, name, type, properties, self.now, ns_id, key),
+        ).fetchone()
+        assert row is not None
+        eid = int(row[0])
+        self.store._names[eid] = name
+        self.store._entity_cache[(ns_id, key)] = eid
+        self._new_entities.add(eid)
+        return eid
+
+    def is_new_entity(self, entity_id: int) -> bool:
+        return entity_id in self._new_entities
+
+    def update_entity(self, entity_id: int, type: str | None, properties: str | None) -> None:
+        self.conn.execute(
+            "UPDATE entities SET type = COALESCE(%s, type), properties = COALESCE(%s, properties) WHERE id = %s",
+            (type, properties, entity_id),
+        )
+
+    def add_entity_key(self, ns_id: int, key: str, entity_id: int, alias_name: str | None) -> None:
+        self.conn.execute(
+            "INSERT INTO entity_keys (ns_id, key, entity_id, alias_name) VALUES (%s, %s, %s, %s) "
+            "ON CONFLICT (ns_id, key) DO UPDATE SET entity_id = EXCLUDED.entity_id, alias_name = EXCLUDED.alias_name",
+            (ns_id, key, entity_id, alias_name),
+        )
+        self._names_changed()
+        self.store._entity_cache[(ns_id, key)] = entity_id
+
+    def move_entity_keys(self, from_id: int, to_id: int) -> list[str]:
+        keys = [
+            str(k) for (k,) in self.conn.execute(
+                "UPDATE entity_keys SET entity_id = %s WHERE entity_id = %s RETURNING key", (to_id, from_id)
+            )
+        ]
+        keys.sort()
+        self._names_changed()
+        return keys
+
+    def set_entity_keys(self, ns_id: int, keys: Sequence[str], entity_id: int) -> None:
+        self.conn.execute(
+            "UPDATE entity_keys SET entity_id = %s WHERE ns_id = %s AND key = ANY(%s)", (entity_id, ns_id, list(keys))
+        )
+        self._names_changed()
+
+    # -- predicates -----------------------------------------------------
+    def predicate(self, ns_id: int, key: str) -> PredicateRecord | None:
+        cached = self.store._pred_cache.get((ns_id, key))
+        return cached if cached is not None else self.store.predicate(ns_id, key)
+
+    def create_predicate(self, ns_id: int, key: str, name: str) -> PredicateRecord:
+        row = self.conn.execute(
+            "WITH p AS (INSERT INTO predicates (ns_id, key, name) VALUES (%s, %s, %s) RETURNING id) "
+            "INSERT INTO predicate_keys (ns_id, key, predicate_id) SELECT %s, %s, id FROM p RETURNING predicate_id",
+            (ns_id, key, name, ns_id, key),
+        ).fetchone()
+        assert row is not None
+        rec = PredicateRecord(int(row[0]), ns_id, key, name, "many", None, None, False)
+        self.store._pred_cache[(ns_id, key)] = rec
+        self.store._card_cache[rec.id] = "many"
+        return rec
+
+    def define_predicate(
+        self,
+        ns_id: int,
+        key: str,
+        name: str,
+        cardinality: str,
+        inverse: str | None,
+        description: str | None,
+        aliases: Sequence[tuple[str, str]],
+    ) -> PredicateRecord:
+        existing = self.store.predicate(ns_id, key)
+        pid = self.create_predicate(ns_id, key, name).id if existing is None else existing.id
+        self.conn.execute(
+            "UPDATE predicates SET cardinality = %s, inverse = %s, description = %s, declared = 1 WHERE id = %s",
+            (cardinality, inverse, description, pid),
+        )
+        for akey, aname in aliases:
+            self.conn.execute(
+                "INSERT INTO predicate_keys (ns_id, key, predicate_id, alias_name) VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT (ns_id, key) DO UPDATE SET predicate_id = EXCLUDED.predicate_id, "
+                "alias_name = EXCLUDED.alias_name",
+                (ns_id, akey, pid, aname),
+            )
+        self._names_changed()
+        self.store._card_cache.pop(pid, None)
+        rec = self.store.predicate_by_id(pid)
+        assert rec is not None
+        return rec
+
+    # -- fact versions --------------------------------------------------
+    def _rows(self, sql: str, params: Sequence[Any]) -> list[Row]:
+        return [Row(*r) for r in self.conn.execute(sql, params)]
+
+    def believed_rows(self, subject_id: int, predicate_id: int) -> list[Row]:
+        rows = self._rows(
+            f"SELECT {RAW_COLS} FROM facts WHERE subject_id = %s AND system_to = {MAX_US} AND predicate_id = %s",
+            (subject_id, predicate_id),
+        )
+        group = (subject_id, predicate_id)
+        loaded = self._loaded.setdefault(group, {})
+        for r in rows:
+            assert r.rowid is not None
+            loaded[r.rowid] = (r.vf, r.vt)
+            self._row_group[r.rowid] = group
+        return rows
+
+    def rows_of_fact(self, fact_id: str) -> list[Row]:
+        return self._rows(f"SELECT {RAW_COLS} FROM facts WHERE fact_id = %s ORDER BY version", (fact_id,))
+
+    def rows_closed_by(self, ns_id: int, closed_by: str) -> list[Row]:
+        return self._rows(
+            f"SELECT {RAW_COLS} FROM facts WHERE closed_by = %s AND ns_id = %s ORDER BY rowid", (closed_by, ns_id)
+        )
+
+    def believed_rows_touching_entity(self, entity_id: int) -> list[Row]:
+        return self._rows(
+            f"SELECT {RAW_COLS} FROM facts WHERE subject_id = %s AND system_to = {MAX_US} "
+            f"UNION SELECT {RAW_COLS} FROM facts WHERE object_id = %s AND system_to = {MAX_US} ORDER BY 1",
+            (entity_id, entity_id),
+        )
+
+    def _single_flags(self, rows: Sequence[Row]) -> list[bool]:
+        """The ``single`` flag of each new row: believed, written under a
+        single-valued predicate, and not overlapping another believed value of
+        its (subject, predicate). Overlaps exist only where values were
+        recorded while the predicate was still multi-valued; those rows stay
+        outside the exclusion constraint, as they were."""
+        card = self.store._cardinality
+        flags = [r.st == MAX_US and card(r.predicate_id) == "one" for r in rows]
+        groups: dict[tuple[int, int], list[int]] = {}
+        for i, r in enumerate(rows):
+            if flags[i]:
+                groups.setdefault((r.subject_id, r.predicate_id), [])
+        if not groups:
+            return flags
+        for i, r in enumerate(rows):
+            g = (r.subject_id, r.predicate_id)
+            if r.st == MAX_US and g in groups:
+                groups[g].append(i)
+        missing = [g for g in groups if g not in self._loaded]
+        for g in missing:
+            self._loaded[g] = {}
+        query = [g for g in missing if g[0] not in self._new_entities]
+        if query:
+            for s, p, rowid, vf, vt in self.conn.execute(
+                f"SELECT subject_id, predicate_id, rowid, valid_from, valid_to FROM facts WHERE system_to = {MAX_US} "
+                "AND (subject_id, predicate_id) IN (SELECT * FROM unnest(%s::bigint[], %s::bigint[]))",
+                ([g[0] for g in query], [g[1] for g in query]),
+            ):
+                self._loaded[(s, p)][rowid] = (vf, vt)
+                self._row_group[rowid] = (s, p)
+        for group, idx in groups.items():
+            spans = list(self._loaded.get(group, {}).values()) + [(rows[i].vf, rows[i].vt) for i in idx]
+            for i in idx:
+                if not flags[i]:
+                    continue
+                lo, hi = rows[i].vf, rows[i].vt
+                if sum(1 for vf, vt in spans if vf < hi and lo < vt) > 1:
+                    flags[i] = False
+                    log.warning(
+                        "fact %s overlaps another believed value of a single-valued predicate "
+                        "(recorded before the predicate became single-valued); left outside the constraint",
+                        rows[i].fact_id,
+                    )
+        return flags
+
+    def insert_rows(self, rows: Sequence[Row]) -> None:
+        if not rows:
+            return
+        flags = self._single_flags(rows)
+        data = [
+            (
+                r.fact_id, r.version, r.ns_id, r.subject_id, r.predicate_id, r.object_id, r.object_lit,
+                r.vf, r.vf_prec, r.vt, r.vt_prec, r.sf, r.st, r.confidence, r.source, r.episode_id,
+                r.properties, r.invalidated_by, r.close_kind, r.closed_by, flag,
+            )
+            for r, flag in zip(rows, flags)
+        ]
+        with self.store._errors():
+            if len(data) >= _COPY_MIN:
+                with self.conn.cursor().copy(
+                    f"COPY facts ({', '.join(FACT_INSERT_COLS)}) FROM STDIN"
+                ) as copy:
+                    for item in data:
+                        copy.write_row(item)
+            else:
+                self.conn.cursor().executemany(_INSERT_FACT, data)
+        for r in rows:
+            group = (r.subject_id, r.predicate_id)
+            if r.st == MAX_US and group in self._loaded:
+                # later inserts of this transaction see these as believed
+                self._synthetic -= 1
+                self._loaded[group][self._synthetic] = (r.vf, r.vt)
+
+    def close_rows(self, closes: Sequence[tuple[int, str, str | None]]) -> None:
+        if not closes:
+            return
+        self.conn.cursor().executemany(
+            f"UPDATE facts SET system_to = %s, close_kind = %s, closed_by = %s WHERE rowid = %s "
+            f"AND system_to = {MAX_US}",
+            [(self.now, kind, by, rowid) for rowid, kind, by in closes],
+        )
+        for rowid, _kind, _by in closes:
+            group = self._row_group.get(rowid)
+            if group is not None:
+                self._loaded[group].pop(rowid, None)
+
+    def add_sources(self, items: Sequence[tuple[str, str | None, str | None]]) -> None:
+        if items:
+            self.conn.cursor().executemany(
+                "INSERT INTO fact_sources (fact_id, source, episode_id, recorded_at) VALUES (%s, %s, %s, %s)",
+                [(fid, src, ep, self.now) for fid, src, ep in items],
+            )
+
+    # -- raw restore (JSONL import, copy) ---------------------------------
+    def insert_entity(
+        self, ns_id: int, key: str, name: str, type: str | None, properties: str | None, created_at: int
+    ) -> int:
+        row = self.conn.execute(
+            "INSERT INTO entities (ns_id, key, name, type, properties, created_at) VALUES (%s, %s, %s, %s, %s, %s) "
+            "RETURNING id",
+            (ns_id, key, name, type, properties, created_at),
+        ).fetchone()
+        assert row is not None
+        eid = int(row[0])
+        self._new_entities.add(eid)
+        return eid
+
+    def insert_sources(self, items: Sequence[tuple[str, str | None, str | None, int]]) -> None:
+        if items:
+            self.conn.cursor().executemany(
+                "INSERT INTO fact_sources (fact_id, source, episode_id, recorded_at) VALUES (%s, %s, %s, %s)",
+                list(items),
+            )
+
+    def note_system_time(self, us: int) -> None:
+        self.conn.execute(
+            "UPDATE meta SET value = greatest(value::bigint, %s)::text WHERE key = 'last_system_time'", (us,)
+        )
+
+    def record_operation(self, op_id: str, ns_id: int, kind: str, payload: str) -> None:
+        self.conn.execute(
+            "INSERT INTO operations (id, ns_id, kind, at, payload) VALUES (%s, %s, %s, %s, %s)",
+            (op_id, ns_id, kind, self.now, payload),
+        )
+
+    def operation(self, op_id: str) -> tuple[str, str, int | None] | None:
+        row = self.conn.execute("SELECT kind, payload, undone_at FROM operations WHERE id = %s", (op_id,)).fetchone()
+        return None if row is None else (row[0], row[1], row[2])
+
+    def mark_operation_undone(self, op_id: str) -> None:
+        self.conn.execute("UPDATE operations SET undone_at = %s WHERE id = %s", (self.now, op_id))
+
+    def erase_fact(self, fact_id: str) -> int:
+        n = self.conn.execute("DELETE FROM facts WHERE fact_id = %s", (fact_id,)).rowcount
+        self.conn.execute("DELETE FROM fact_sources WHERE fact_id = %s", (fact_id,))
+        return int(n)
+
+    def erase_entity(self, entity_id: int) -> int:
+        ids = [
+            str(fid) for (fid,) in self.conn.execute(
+                "SELECT DISTINCT fact_id FROM facts WHERE subject_id = %s OR object_id = %s", (entity_id, entity_id)
+            )
+        ]
+        n = 0
+        for fid in ids:
+            n += self.erase_fact(fid)
+        self.conn.execute("DELETE FROM entity_keys WHERE entity_id = %s", (entity_id,))
+        self.conn.execute("DELETE FROM entities WHERE id = %s", (entity_id,))
+        self._names_changed()
+        self.store._names.pop(entity_id, None)
+        return n
+
+    def log_erasure(self, ns_id: int, kind: str, versions: int, reason: str | None) -> None:
+        self.conn.execute(
+            "INSERT INTO erasures (ns_id, kind, erased_at, versions, reason) VALUES (%s, %s, %s, %s, %s)",
+            (ns_id, kind, self.now, versions, reason),
+        )
