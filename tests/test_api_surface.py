@@ -19,6 +19,9 @@ EXPECTED_ALL = {
     # result types
     "Conflict", "Diff", "DiffChange", "Entity", "Event", "Fact", "Neighbor", "Path", "Predicate", "Provenance",
     "Stats", "Volatility",
+    # evidence
+    "Episode", "Hit", "FactNote", "ScoreParts", "Recall", "RecallItem", "SearchConfig", "TimeSpan", "Embedder",
+    "EpisodeNotFoundError",
     # errors
     "ChronomemError", "InvalidInputError", "InvalidTimeError", "InvalidIntervalError", "InvalidNameError",
     "CardinalityError", "NotFoundError", "FactNotFoundError", "EntityNotFoundError", "PredicateNotFoundError",
@@ -31,6 +34,8 @@ MEMORY_METHODS = {
     "between", "history", "fact", "versions", "evidence", "timeline", "diff", "conflicts", "volatility",
     "neighbors", "paths", "search_facts", "stats", "with_decay", "entity", "entities", "set_entity", "alias",
     "merge", "unmerge", "define_predicate", "predicates", "predicate", "now", "parse_time", "close",
+    "add_episode", "add_episodes", "supersede_episode", "erase_episode", "episode", "episode_facts", "episodes",
+    "search", "recall", "reindex", "use_embedder", "evidence_stats",
 }
 
 

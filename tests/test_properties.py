@@ -43,28 +43,24 @@ SETTINGS = settings(max_examples=60, deadline=None,
 
 @dataclass
 class Lab:
-    """Fresh namespaces on one store, all driven by one clock."""
+    """Fresh namespaces on the test's store, all driven by one clock. The
+    memories share the store (one connection) and are closed with it."""
 
-    make: MemoryFactory
+    base: Memory
     clock: FakeClock
     counter: itertools.count[int] = field(default_factory=itertools.count)
-    opened: list[Memory] = field(default_factory=list)
 
     def fresh(self, cardinality: str | None = "one") -> Memory:
-        m = self.make(f"prop-{next(self.counter)}", clock=self.clock)
-        self.opened.append(m)
+        m = Memory(self.base.store, f"prop-{next(self.counter)}", clock=self.clock)
         if cardinality is not None:
             m.define_predicate("holds", cardinality=cardinality)
         return m
 
-    def close_all(self) -> None:
-        while self.opened:
-            self.opened.pop().close()
-
 
 @pytest.fixture
 def lab(make_memory: MemoryFactory) -> Lab:
-    return Lab(make_memory, FakeClock("2025-01-01T00:00:00Z"))
+    clock = FakeClock("2025-01-01T00:00:00Z")
+    return Lab(make_memory(clock=clock), clock)
 
 
 def year(y: int | None) -> str | None:
@@ -128,37 +124,34 @@ def test_single_valued_never_has_two_values_and_known_at_equals_replay(lab: Lab,
     replay_ids: list[str] = []
     id_map: dict[str, str] = {}  # original fact id -> replay fact id
     recorded: list[tuple[_dt.datetime, set[tuple[Any, ...]], list[list[str]]]] = []
-    try:
-        for op in ops:
-            at = lab.clock.peek()  # the system time this write gets
-            try:
-                got = apply(original, op, orig_ids)
-            except (FactNotFoundError, InvalidIntervalError):
-                continue  # rejected writes are not part of the history
-            assert got is not None
-            # replay the successful write on a fresh memory
-            mirrored = apply(replay, op, replay_ids)
-            assert mirrored is not None
-            assert id_map.setdefault(got, mirrored) == mirrored, "fact identity diverged from the replay"
-            if got not in orig_ids:
-                orig_ids.append(got)
-                replay_ids.append(mirrored)
-            now_valid = valid_at_probes(original)
-            assert all(len(v) <= 1 for v in now_valid), f"two values at once after {op}: {now_valid}"
-            recorded.append((at, state(replay), valid_at_probes(replay)))
+    for op in ops:
+        at = lab.clock.peek()  # the system time this write gets
+        try:
+            got = apply(original, op, orig_ids)
+        except (FactNotFoundError, InvalidIntervalError):
+            continue  # rejected writes are not part of the history
+        assert got is not None
+        # replay the successful write on a fresh memory
+        mirrored = apply(replay, op, replay_ids)
+        assert mirrored is not None
+        assert id_map.setdefault(got, mirrored) == mirrored, "fact identity diverged from the replay"
+        if got not in orig_ids:
+            orig_ids.append(got)
+            replay_ids.append(mirrored)
+        now_valid = valid_at_probes(original)
+        assert all(len(v) <= 1 for v in now_valid), f"two values at once after {op}: {now_valid}"
+        recorded.append((at, state(replay), valid_at_probes(replay)))
 
-        inverse = {v: k for k, v in id_map.items()}
-        if recorded:
-            assert original.facts("Acme", "holds", known_at=recorded[0][0] - US) == []
-        for at, replayed, replay_probes in recorded:
-            for s in (at, at + _dt.timedelta(milliseconds=500)):
-                assert state(original, known_at=s) == {(inverse.get(r[0], r[0]),) + r[1:] for r in replayed}
-                probes = valid_at_probes(original, known_at=s)
-                assert probes == replay_probes
-                assert all(len(v) <= 1 for v in probes)
-        assert [c for c in original.conflicts() if c.kind == "cardinality"] == []
-    finally:
-        lab.close_all()
+    inverse = {v: k for k, v in id_map.items()}
+    if recorded:
+        assert original.facts("Acme", "holds", known_at=recorded[0][0] - US) == []
+    for at, replayed, replay_probes in recorded:
+        for s in (at, at + _dt.timedelta(milliseconds=500)):
+            assert state(original, known_at=s) == {(inverse.get(r[0], r[0]),) + r[1:] for r in replayed}
+            probes = valid_at_probes(original, known_at=s)
+            assert probes == replay_probes
+            assert all(len(v) <= 1 for v in probes)
+    assert [c for c in original.conflicts() if c.kind == "cardinality"] == []
 
 
 @SETTINGS
@@ -166,18 +159,15 @@ def test_single_valued_never_has_two_values_and_known_at_equals_replay(lab: Lab,
 def test_a_batch_equals_the_same_writes_one_by_one(lab: Lab, ops: list[Op]) -> None:
     batch = lab.fresh()
     single = lab.fresh()
-    try:
-        items = [("Acme", "holds", o, year(s), year(e)) for _, o, s, e in ops]
-        good = [it for it in items if it[3] is None or it[4] is None or int(it[3]) < int(it[4])]
-        if not good:
-            return
-        batch.add_facts(good)
-        for it in good:
-            single.add_fact(*it)
-        assert valid_at_probes(batch) == valid_at_probes(single)
-        assert {r[1:] for r in state(batch)} == {r[1:] for r in state(single)}
-    finally:
-        lab.close_all()
+    items = [("Acme", "holds", o, year(s), year(e)) for _, o, s, e in ops]
+    good = [it for it in items if it[3] is None or it[4] is None or int(it[3]) < int(it[4])]
+    if not good:
+        return
+    batch.add_facts(good)
+    for it in good:
+        single.add_fact(*it)
+    assert valid_at_probes(batch) == valid_at_probes(single)
+    assert {r[1:] for r in state(batch)} == {r[1:] for r in state(single)}
 
 
 intervals = st.lists(st.tuples(bounds, bounds).filter(lambda t: t[0] is None or t[1] is None or t[0] < t[1]),
@@ -202,19 +192,16 @@ def union(spans: list[tuple[int | None, int | None]]) -> list[tuple[float, float
 def test_many_valued_coalescing_equals_the_union(lab: Lab, cardinality: str | None,
                                                  spans: list[tuple[int | None, int | None]]) -> None:
     m = lab.fresh(cardinality)
-    try:
-        for s, e in spans:
-            m.add_fact("Acme", "holds", "Oslo", year(s), year(e))
-        m.add_fact("Acme", "holds", "Rome", "2005")  # another value never interferes
-        got = sorted(
-            (f.valid_from.timestamp() if f.valid_from else float("-inf"),
-             f.valid_to.timestamp() if f.valid_to else float("inf"))
-            for f in m.facts("Acme", "holds", "Oslo")
-        )
-        assert got == union(spans)
-        assert [f.interval_text for f in m.facts("Acme", "holds", "Rome")] == ["[2005, …)"]
-    finally:
-        lab.close_all()
+    for s, e in spans:
+        m.add_fact("Acme", "holds", "Oslo", year(s), year(e))
+    m.add_fact("Acme", "holds", "Rome", "2005")  # another value never interferes
+    got = sorted(
+        (f.valid_from.timestamp() if f.valid_from else float("-inf"),
+         f.valid_to.timestamp() if f.valid_to else float("inf"))
+        for f in m.facts("Acme", "holds", "Oslo")
+    )
+    assert got == union(spans)
+    assert [f.interval_text for f in m.facts("Acme", "holds", "Rome")] == ["[2005, …)"]
 
 
 # -- time text round trips -------------------------------------------------------------
@@ -298,14 +285,11 @@ def test_period_end_is_the_start_of_the_next_period(dt: _dt.datetime, prec: Prec
        prec=precisions)
 def test_stored_bounds_render_back_as_written(lab: Lab, dt: _dt.datetime, prec: Precision) -> None:
     m = lab.fresh(None)
-    try:
-        text = written(dt, prec)
-        f = m.add_fact("Acme", "holds", "Oslo", valid_from=text)
-        expected = text if prec <= Precision.DAY else text + "Z"
-        assert f.valid_from_text == expected
-        (again,) = m.facts("Acme", "holds")
-        assert again.valid_from_text == expected and again.valid_from_precision is prec
-        assert m.facts("Acme", "holds", as_of=TimePoint(parse_time(text).us - 1, Precision.MICROSECOND)) == []
-    finally:
-        lab.close_all()
+    text = written(dt, prec)
+    f = m.add_fact("Acme", "holds", "Oslo", valid_from=text)
+    expected = text if prec <= Precision.DAY else text + "Z"
+    assert f.valid_from_text == expected
+    (again,) = m.facts("Acme", "holds")
+    assert again.valid_from_text == expected and again.valid_from_precision is prec
+    assert m.facts("Acme", "holds", as_of=TimePoint(parse_time(text).us - 1, Precision.MICROSECOND)) == []
 

@@ -10,7 +10,7 @@ from .errors import InvalidInputError
 from .memory import Memory
 from .store.base import Store
 
-__all__ = ["open", "resolve_url"]
+__all__ = ["open", "open_store_at", "resolve_url"]
 
 
 def resolve_url(target: str | os.PathLike[str]) -> tuple[str, str]:
@@ -46,18 +46,28 @@ def open(
     """Open (creating if needed) a memory.
 
     ``target`` is a file path, ``":memory:"``, ``sqlite:///relative/or/absolute``
-    or (with the ``postgres`` extra, in a later release) ``postgresql://...``.
+    or (with the ``postgres`` extra) ``postgresql://user@host/db[?schema=name]``.
     ``timezone`` is how times without an offset are read (default UTC);
     ``clock`` supplies system time (tests pass a :class:`FakeClock`).
     """
+    store = open_store_at(target, clock=clock, durability=durability, busy_timeout=busy_timeout)
+    return Memory(store, namespace, timezone=timezone, clock=clock)
+
+
+def open_store_at(
+    target: str | os.PathLike[str],
+    *,
+    clock: Any = None,
+    durability: str = "normal",
+    busy_timeout: float = 30.0,
+) -> Store:
+    """Open (creating if needed) the store behind a path or URL, without
+    choosing a namespace (``chronomem copy`` and ``migrate`` use it)."""
     backend, location = resolve_url(target)
-    store: Store
     if backend == "sqlite":
         from .store.sqlite import SQLiteStore
 
-        store = SQLiteStore(location, clock=clock, durability=durability, busy_timeout=busy_timeout)
-    else:
-        from .store import open_store
+        return SQLiteStore(location, clock=clock, durability=durability, busy_timeout=busy_timeout)
+    from .store import open_store
 
-        store = open_store(location, clock=clock)
-    return Memory(store, namespace, timezone=timezone, clock=clock)
+    return open_store(location, clock=clock)

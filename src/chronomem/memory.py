@@ -10,41 +10,35 @@ Analyses over read results (timeline, diff, conflicts, ...) live in
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import logging
-from typing import Any, Iterable, Literal, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from . import _analysis
-from ._codec import dump_props, encode_literal, load_props, row_to_fact, tuple_to_fact
+from ._codec import encode_literal, load_props, row_to_fact, tuple_to_fact
 from ._candidates import CandidateBuilder
 from ._engine import TxWork
-from ._ids import new_id
+from ._identity import IdentityMixin
 from .evidence.episodes import EvidenceMixin
 from .errors import (
-    AliasConflictError,
     ConfirmationRequiredError,
     EntityNotFoundError,
     FactNotFoundError,
     InvalidInputError,
     InvalidIntervalError,
-    InvalidNameError,
-    PredicateNotFoundError,
 )
 from .models import (
     Conflict,
     Diff,
-    Entity,
     Event,
     Fact,
     Neighbor,
     Path,
-    Predicate,
     Provenance,
     Stats,
     Volatility,
 )
 from .normalize import normalize_key
-from .store.base import EntityRecord, FactQuery, PredicateRecord, Row, Store, WriteTx
+from .store.base import FactQuery, PredicateRecord, Row, Store, WriteTx
 from .timeutil import (
     MAX_US,
     MIN_US,
@@ -76,7 +70,7 @@ def _count(value: object, name: str, minimum: int) -> int:
     return value
 
 
-class Memory(EvidenceMixin):
+class Memory(EvidenceMixin, IdentityMixin):
     """A bi-temporal memory opened on one namespace of one store.
 
     Create it with :func:`chronomem.open`. Safe to share between threads; use
@@ -263,7 +257,7 @@ class Memory(EvidenceMixin):
             builder = CandidateBuilder(tx, self._ns, self.tz)
             for index, item in enumerate(items):
                 try:
-                    if isinstance(item, Mapping):
+                    if type(item) is dict or isinstance(item, Mapping):
                         mapping = item
                     elif isinstance(item, (tuple, list)) and 3 <= len(item) <= 5:
                         mapping = dict(zip(("subject", "predicate", "object", "valid_from", "valid_to"), item))
@@ -433,153 +427,6 @@ class Memory(EvidenceMixin):
         return n
 
     # -- entities, aliases, predicates -----------------------------------
-    def _entity_model(self, rec: EntityRecord) -> Entity:
-        return Entity(
-            id=rec.id, name=rec.name, key=rec.key, type=rec.type, properties=load_props(rec.properties),
-            aliases=rec.aliases, namespace=self.namespace, created_at=from_us(rec.created_at),
-        )
-
-    def entity(self, name: str) -> Entity:
-        """The entity ``name`` (or an alias) resolves to."""
-        rec = self._store.entity(self._require_entity(name))
-        assert rec is not None
-        return self._entity_model(rec)
-
-    def entities(self) -> list[Entity]:
-        return [self._entity_model(r) for r in self._store.entities(self._ns)]
-
-    def set_entity(self, name: str, *, type: str | None = None, properties: Mapping[str, Any] | None = None) -> Entity:
-        """Create or update an entity's type and properties."""
-        if type is not None and not isinstance(type, str):
-            raise InvalidInputError(f"entity type must be a string, not {type!r}")
-        props = dump_props(dict(properties) if isinstance(properties, Mapping) else properties)
-        with self._store.write() as tx:
-            eid = self._entity_for_write(tx, name)
-            tx.update_entity(eid, type, props)
-        return self.entity(name)
-
-    def alias(self, name: str, alias: str) -> Entity:
-        """Make ``alias`` resolve to the entity ``name`` (created if missing)."""
-        akey = normalize_key(alias, "alias")
-        with self._store.write() as tx:
-            eid = self._entity_for_write(tx, name)
-            other = tx.entity_id(self._ns, akey)
-            if other is not None and other != eid:
-                raise AliasConflictError(
-                    f"{alias!r} already names another entity; use merge({name!r}, {alias!r}) to fold it into {name!r}"
-                )
-            if other is None:
-                tx.add_entity_key(self._ns, akey, eid, alias.strip())
-        return self.entity(name)
-
-    def merge(self, keep: str, fold: str) -> str:
-        """Fold entity ``fold`` into ``keep``: its facts move to ``keep`` (new
-        system-time versions, so ``known_at`` before the merge still sees two
-        entities) and its names become aliases. Returns an operation id for
-        :meth:`unmerge`."""
-        op_id = new_id()
-        with self._store.write() as tx:
-            keep_id = tx.entity_id(self._ns, normalize_key(keep, "entity"))
-            fold_id = tx.entity_id(self._ns, normalize_key(fold, "entity"))
-            if keep_id is None:
-                raise EntityNotFoundError(f"no entity named {keep!r}")
-            if fold_id is None:
-                raise EntityNotFoundError(f"no entity named {fold!r}")
-            if keep_id == fold_id:
-                raise InvalidInputError(f"{keep!r} and {fold!r} are already the same entity")
-            work = self._work(tx)
-            for row in tx.believed_rows_touching_entity(fold_id):
-                live = work.find_believed(row.fact_id, row.subject_id, row.predicate_id)
-                if live is None:
-                    continue
-                cand = live.copy(
-                    subject_id=keep_id if live.subject_id == fold_id else live.subject_id,
-                    object_id=keep_id if live.object_id == fold_id else live.object_id,
-                    version=live.version + 1,
-                )
-                pred = self._store.predicate_by_id(live.predicate_id)
-                work.place(cand, single=pred is not None and pred.cardinality == "one", keep=live)
-            closed = [rowid for rowid, _kind, _by in work.closes]
-            work.closes = [(rowid, "merged", op_id) for rowid, _k, _b in work.closes]
-            self._flush(tx, work)
-            rec = self._store.entity(fold_id)
-            keys = tx.move_entity_keys(fold_id, keep_id)
-            tx.add_entity_key(self._ns, normalize_key(fold, "entity"), keep_id, rec.name if rec else fold)
-            payload = {"keep": keep_id, "fold": fold_id, "keys": keys, "closed": closed}
-            tx.record_operation(op_id, self._ns, "merge", json.dumps(payload))
-        return op_id
-
-    def unmerge(self, op_id: str) -> None:
-        """Undo :meth:`merge`: the folded entity gets its names back and every
-        fact version the merge replaced is believed again (as new versions)."""
-        with self._store.write() as tx:
-            op = tx.operation(op_id)
-            if op is None or op[0] != "merge":
-                raise InvalidInputError(f"no merge operation with id {op_id!r}")
-            if op[2] is not None:
-                raise InvalidInputError(f"merge {op_id} was already undone")
-            payload = json.loads(op[1])
-            work = self._work(tx)
-            closed_rows = [r for r in tx.rows_closed_by(self._ns, op_id) if r.rowid in set(payload["closed"])]
-            for prior in closed_rows:
-                versions = tx.rows_of_fact(prior.fact_id)
-                for v in versions:
-                    if v.st == MAX_US:
-                        live = work.find_believed(v.fact_id, v.subject_id, v.predicate_id)
-                        if live is not None:
-                            work.close(work.group(v.subject_id, v.predicate_id), live, "unmerged", op_id)
-            for prior in closed_rows:
-                versions = tx.rows_of_fact(prior.fact_id)
-                cand = prior.copy(version=max(v.version for v in versions) + 1 + len(work.new_rows))
-                work.insert(work.group(prior.subject_id, prior.predicate_id), cand)
-            self._flush(tx, work)
-            tx.set_entity_keys(self._ns, payload["keys"], payload["fold"])
-            tx.mark_operation_undone(op_id)
-
-    def define_predicate(
-        self,
-        name: str,
-        cardinality: str = "many",
-        inverse: str | None = None,
-        aliases: Sequence[str] = (),
-        description: str | None = None,
-    ) -> Predicate:
-        """Declare a predicate: ``"one"`` (single-valued: a new value supersedes
-        the old) or ``"many"``. Aliases resolve to it on reads and writes."""
-        if cardinality not in ("one", "many"):
-            raise InvalidInputError(f"cardinality must be 'one' or 'many', not {cardinality!r}")
-        key = normalize_key(name, "predicate")
-        if isinstance(aliases, str):
-            aliases = [aliases]
-        alias_keys = [(normalize_key(a, "predicate alias"), a.strip()) for a in aliases]
-        inverse_name = inverse.strip() if inverse else None
-        if inverse is not None:
-            normalize_key(inverse, "inverse")
-        with self._store.write() as tx:
-            for akey, aname in alias_keys:
-                other = tx.predicate(self._ns, akey)
-                if other is not None and other.key != key:
-                    raise AliasConflictError(f"{aname!r} already names predicate {other.name!r}")
-            rec = tx.define_predicate(self._ns, key, name.strip(), cardinality, inverse_name, description, alias_keys)
-        return self._predicate_model(rec)
-
-    @staticmethod
-    def _predicate_model(rec: PredicateRecord) -> Predicate:
-        card: Literal["one", "many"] = "one" if rec.cardinality == "one" else "many"
-        return Predicate(
-            name=rec.name, key=rec.key, cardinality=card, inverse=rec.inverse, aliases=rec.aliases,
-            description=rec.description, declared=rec.declared,
-        )
-
-    def predicates(self) -> list[Predicate]:
-        return [self._predicate_model(r) for r in self._store.predicates(self._ns)]
-
-    def predicate(self, name: str) -> Predicate:
-        rec = self._predicate_for_read(name)
-        if rec is None:
-            raise PredicateNotFoundError(f"no predicate named {name!r}")
-        return self._predicate_model(rec)
-
     # -- reads -----------------------------------------------------------
     def _query(
         self,

@@ -6,27 +6,30 @@ Mixed into ``Memory``; uses its store, namespace, clock and write engine.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import json
 import logging
 import math
+import re
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Sequence, cast
 
 from .._ids import new_id
 from ..errors import ConfirmationRequiredError, ConflictError, InvalidInputError, NotFoundError
 from ..models import Fact
 from ..errors import StoreError
-from ..store.base import EpisodeFilter, EpisodeRecord, EpisodeStore, FactQuery, Store, WriteTx
+from ..store.base import EpisodeFilter, EpisodeRecord, EpisodeStore, EpisodeWriteTx, FactQuery, Store, WriteTx
 from ..timeutil import Precision, TimeLike, from_us, to_us
 from .embed import Embedder, default_embedder
 from .fusion import rrf_contributions
-from .lexical import cjk_bigrams, fts_query
+from .lexical import cjk_bigrams, fts_query, query_terms
 from .models import (
     MAX_EPISODE_CHARS,
     VIEWS,
     Episode,
     FactNote,
     Hit,
+    Recall,
     ScoreParts,
     SearchConfig,
     TimeSpan,
@@ -36,6 +39,7 @@ from .vector import VectorCache
 
 if TYPE_CHECKING:  # pragma: no cover
     from .._engine import TxWork
+    from ..memory import Memory
     from ..timeutil import TimePoint
 
 __all__ = ["EpisodeNotFoundError", "EvidenceMixin"]
@@ -44,6 +48,11 @@ log = logging.getLogger("chronomem.evidence")
 
 _METADATA_TEXT_KEYS = ("caption", "blip_caption", "title", "tags", "summary")
 _EMBED_BATCH = 256
+_WHEN_QUESTION = re.compile(
+    r"^\s*(?:when\b|what (?:year|month|date|day|time|week)\b|which (?:year|month|day|week)\b|"
+    r"how long (?:ago|has|have|had|did|was|were)\b)|\b(?:when did|when was|when is|when will|since when)\b",
+    re.I,
+)
 
 
 class EpisodeNotFoundError(NotFoundError):
@@ -74,23 +83,24 @@ def _opt_str(value: object, name: str) -> str | None:
     return value.strip() or None
 
 
-def index_parts(text: str, speaker: str | None, session: str | None, occurred: int | None,
-                metadata: Mapping[str, Any] | None, tz: _dt.tzinfo) -> tuple[str, str, str]:
-    """The three FTS columns of an episode: text, speaker, context (session,
-    the date in words, and caption-like metadata)."""
+def index_parts(rec: EpisodeRecord, prev: EpisodeRecord | None, nxt: EpisodeRecord | None,
+                tz: _dt.tzinfo) -> tuple[str, str, str, str]:
+    """The four FTS columns of an episode: its text, speaker, context (the
+    date in words and caption-like metadata) and the text of its neighbours
+    in the session (a reply often names what the turn before it asked)."""
     context: list[str] = []
-    if session:
-        context.append(session)
-    if occurred is not None:
-        d = from_us(occurred).astimezone(tz)
-        context.append(f"{d.day} {d.strftime('%B')} {d.year} {d.strftime('%A')}")
+    if rec.occurred_at is not None:
+        d = from_us(rec.occurred_at).astimezone(tz)
+        context.append(f"{d.strftime('%B')} {d.year}")
+    metadata = json.loads(rec.metadata) if rec.metadata else {}
     for key in _METADATA_TEXT_KEYS:
-        value = (metadata or {}).get(key)
+        value = metadata.get(key)
         if isinstance(value, str):
             context.append(value)
         elif isinstance(value, list):
             context.extend(str(v) for v in value)
-    return cjk_bigrams(text), speaker or "", cjk_bigrams(" ".join(context))
+    neighbors = " ".join(r.text for r in (prev, nxt) if r is not None)
+    return cjk_bigrams(rec.text), rec.speaker or "", cjk_bigrams(" ".join(context)), cjk_bigrams(neighbors)
 
 
 def embed_text(text: str, speaker: str | None, metadata: Mapping[str, Any] | None) -> str:
@@ -215,21 +225,33 @@ class EvidenceMixin:
                     int(p.occurred.precision) if p.occurred else None, recorded, p.source, p.session, p.speaker,
                     p.metadata,
                 )
-                meta = json.loads(p.metadata) if p.metadata else None
-                rowid = tx.insert_episode(rec, index_parts(p.text, p.speaker, p.session, rec.occurred_at, meta,
-                                                           self.tz))
-                recs.append(EpisodeRecord(rowid, *[getattr(rec, f) for f in (
-                    "id", "ns_id", "text", "occurred_at", "occurred_prec", "recorded_at", "source", "session",
-                    "speaker", "metadata")]))
+                rowid = tx.insert_episode(rec)
+                recs.append(dataclasses.replace(rec, rowid=rowid))
                 times.extend((rowid, a, b, phrase, prec) for a, b, phrase, prec in p.mentions)
                 if vectors is not None and model_id is not None:
                     vec_items.append((rowid, self._ns, vectors[i]))
+            self._index_new(tx, recs)
             if times:
                 tx.insert_episode_times(times)
             if vec_items and model_id is not None:
                 tx.put_episode_vectors(model_id, vec_items)
             tx.bump_episode_generation()
         return recs
+
+    def _index_new(self, tx: EpisodeWriteTx, recs: Sequence[EpisodeRecord]) -> None:
+        """FTS rows for new episodes, and fresh ones for the stored episodes
+        that just got a new neighbour."""
+        batch = {r.rowid for r in recs}
+        touched: dict[int, EpisodeRecord] = {}
+        for rec in recs:
+            prev, nxt = tx.adjacent_episodes(rec)
+            tx.replace_episode_index(rec.rowid, index_parts(rec, prev, nxt, self.tz), new=True)
+            for other in (prev, nxt):
+                if other is not None and other.rowid not in batch:
+                    touched[other.rowid] = other
+        for other in touched.values():
+            prev, nxt = tx.adjacent_episodes(other)
+            tx.replace_episode_index(other.rowid, index_parts(other, prev, nxt, self.tz))
 
     def add_episode(
         self,
@@ -472,7 +494,7 @@ class EvidenceMixin:
                 if slot.size:
                     qvec = emb.embed([query], "query")[0]
                     superseded = self._es.superseded_episodes(self._ns) if f.not_superseded_at else []
-                    dense = cache.search(slot, qvec, pool, f, superseded)
+                    dense = cache.search(slot, qvec, pool, f, superseded, cfg.dense_context)
         return self._fuse(query, lexical, dense, cfg, at_us, k, view)
 
     def _fuse(self, query: str, lexical: list[tuple[int, float]], dense: list[tuple[int, float]],
@@ -504,6 +526,15 @@ class EvidenceMixin:
                         own.append((rec.occurred_at, rec.occurred_at + 1))
                     if any(a < qb and qa < b for a, b in own for qa, qb in qspans):
                         bonus[rowid] = bonus.get(rowid, 0.0) + cfg.mention_weight
+        if cfg.when_weight > 0 and _WHEN_QUESTION.search(query):
+            with_time = {t[0] for t in times}
+            for rowid in with_time:
+                bonus[rowid] = bonus.get(rowid, 0.0) + cfg.when_weight
+        if cfg.speaker_weight > 0:
+            qwords = set(query_terms(query, keep_stopwords=True))
+            for rowid, rec in recs.items():
+                if rec.speaker and set(query_terms(rec.speaker, keep_stopwords=True)) & qwords:
+                    bonus[rowid] = bonus.get(rowid, 0.0) + cfg.speaker_weight
         ranked = sorted(
             ((rowid, sum(p) + bonus.get(rowid, 0.0)) for rowid, p in parts.items() if rowid in recs),
             key=lambda x: (-x[1], x[0]),
@@ -556,6 +587,16 @@ class EvidenceMixin:
             by = got[0] if got else None
         return FactNote(fact=fact, current=False, ended_at=fact.valid_to, superseded_by=by)
 
+    def recall(self, question: str, *, at: TimeLike | None = None, budget_tokens: int = 1500) -> Recall:
+        """Everything the memory knows for ``question``, packed for a prompt:
+        the entities it names (exact names and aliases; fuzzy matches are only
+        listed as candidates), their facts valid at ``at`` (default now), then
+        evidence from :meth:`search` in the ``as_world`` view, deduplicated
+        per episode, each item with a citation id, within ``budget_tokens``."""
+        from .recall import recall as _recall
+
+        return _recall(cast("Memory", self), question, at=at, budget_tokens=budget_tokens)
+
     # -- maintenance -------------------------------------------------------
     def reindex(self, *, lexical: bool = True, vectors: bool = True, times: bool = False,
                 progress: Callable[[int, int], None] | None = None, batch: int = 512) -> dict[str, int]:
@@ -575,10 +616,9 @@ class EvidenceMixin:
                     break
                 with self._es.write() as tx:
                     for rec in recs:
-                        meta = json.loads(rec.metadata) if rec.metadata else None
                         if lexical:
-                            tx.replace_episode_index(rec.rowid, index_parts(
-                                rec.text, rec.speaker, rec.session, rec.occurred_at, meta, self.tz))
+                            prev, nxt = tx.adjacent_episodes(rec)
+                            tx.replace_episode_index(rec.rowid, index_parts(rec, prev, nxt, self.tz))
                             counts["lexical"] += 1
                         if times:
                             base_us = rec.occurred_at if rec.occurred_at is not None else rec.recorded_at

@@ -263,6 +263,7 @@ def run_locomo(
                             _tsv(" | ".join(text_of.get(g, "?") for g in missing)),
                             _tsv(" | ".join(f"{d}: {text_of.get(d, '')}" for d in ranked[:3])),
                         ]))
+        mem.close()
         if progress:
             progress(f"{sample}: {timings['questions']} questions scored so far")
     summary = {
@@ -347,6 +348,7 @@ def run_longmemeval(
         gold = {str(s) for s in item.get("answer_session_ids") or []}
         question = str(item.get("question") or "").strip()
         if not gold or not question:
+            mem.close()
             continue
         timings["questions"] += 1
         at = _lme_date(item.get("question_date"))
@@ -364,6 +366,7 @@ def run_longmemeval(
             if mode == "hybrid" and m["recall@10"] < 1.0:
                 misses.append("\t".join([qid, str(item.get("question_type", "")), _tsv(question), ",".join(sorted(gold)),
                                          ",".join(ranked[:3])]))
+        mem.close()
         if progress:
             progress(f"{qid}: {len(ids)} turns")
     summary = {"dataset": "longmemeval", "file": str(path), "items": len(data), "timings": timings,

@@ -141,22 +141,30 @@ class SearchConfig:
 
     * ``lexical_weight`` / ``dense_weight``: weights of the two ranked lists in
       reciprocal-rank fusion (0 switches a list off); ``rrf_k``: RRF's constant.
-    * ``bm25_weights``: FTS5 column weights (text, speaker, context).
+    * ``bm25_weights``: FTS5 column weights (text, speaker, context, neighbours).
+    * ``dense_context``: weight of the neighbouring turns (same session) mixed
+      into each stored vector at search time (0: the turn alone).
     * ``pool``: candidates taken from each list before fusion.
     * ``time_weight`` / ``time_half_life_days``: the time-proximity term, added
       to the fused score as ``time_weight * 0.5 ** (|occurred - at| / half_life)``.
     * ``mention_weight``: added when the question names a time (e.g. "in May
       2023") and the episode happened then or mentions a time that overlaps it.
+    * ``when_weight``: added, for questions that ask for a time ("when ...",
+      "what year ...", "how long ago ..."), to episodes whose text mentions one.
+    * ``speaker_weight``: added to episodes said by a speaker the question names.
     """
 
     lexical_weight: float = 1.0
-    dense_weight: float = 1.0
-    rrf_k: float = 60.0
-    bm25_weights: tuple[float, float, float] = (1.0, 0.5, 0.3)
+    dense_weight: float = 0.7
+    rrf_k: float = 10.0
+    bm25_weights: tuple[float, float, float, float] = (1.0, 0.5, 0.3, 0.4)
     pool: int = 100
+    dense_context: float = 0.5
     time_weight: float = 0.0
     time_half_life_days: float = 30.0
     mention_weight: float = 0.004
+    when_weight: float = 0.04
+    speaker_weight: float = 0.0
 
     PRESETS = ("hybrid", "lexical", "dense", "recent")
 

@@ -38,6 +38,7 @@ class VectorSlot:
     session_codes: dict[str, int]
     generation: int = -1
     max_rowid: int = 0
+    windows: dict[float, Any] | None = None
 
     @property
     def size(self) -> int:
@@ -99,19 +100,47 @@ class VectorCache:
             slot.occurred = np.concatenate([slot.occurred, occurred])
             slot.sessions = np.concatenate([slot.sessions, sessions])
             slot.max_rowid = int(rowids[-1])
+            slot.windows = None
             log.debug("loaded %d vectors (ns %d, model %d)", n, ns_id, model_id)
+
+    def matrix(self, slot: VectorSlot, context: float) -> Any:
+        """The search matrix: each episode's vector, or with ``context > 0``
+        ``normalize(context * prev + v + context * next)`` over its
+        neighbours in the same session (rowid order). Computed from the stored
+        vectors, cached until the slot changes."""
+        if context <= 0 or slot.size == 0:
+            return slot.vecs
+        np = self._np
+        with self._lock:
+            cached = (slot.windows or {}).get(context)
+            if cached is not None:
+                return cached
+            order = np.lexsort((slot.rowids, slot.sessions))
+            sess = slot.sessions[order]
+            same = (sess[1:] == sess[:-1]) & (sess[1:] != 0)
+            prev = np.arange(slot.size)
+            nxt = np.arange(slot.size)
+            prev[order[1:][same]] = order[:-1][same]
+            nxt[order[:-1][same]] = order[1:][same]
+            has_prev = (prev != np.arange(slot.size)).astype(np.float32)[:, None]
+            has_next = (nxt != np.arange(slot.size)).astype(np.float32)[:, None]
+            win = slot.vecs + context * (has_prev * slot.vecs[prev] + has_next * slot.vecs[nxt])
+            win /= np.maximum(np.linalg.norm(win, axis=1, keepdims=True), 1e-12)
+            win = win.astype(np.float32)
+            slot.windows = {**(slot.windows or {}), context: win}
+            return win
 
     def invalidate(self) -> None:
         with self._lock:
             self._slots.clear()
 
     def search(self, slot: VectorSlot, query: Any, k: int, f: EpisodeFilter,
-               superseded: list[tuple[int, int]]) -> list[tuple[int, float]]:
+               superseded: list[tuple[int, int]], context: float = 0.0) -> list[tuple[int, float]]:
         """``(rowid, cosine)`` best first, among the rows ``f`` allows."""
         np = self._np
         if slot.size == 0 or k <= 0:
             return []
-        scores = slot.vecs @ np.asarray(query, dtype=np.float32).reshape(-1)
+        scores = self.matrix(slot, context) @ np.asarray(query, dtype=np.float32).reshape(-1)
         mask = None
 
         def both(m: Any) -> Any:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any, Iterable, Iterator, Sequence
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -33,6 +33,7 @@ from ..errors import MissingExtraError, SchemaVersionError, StoreError
 from ..timeutil import MAX_US, SystemClock, to_us
 from .base import READ_COLUMNS, EntityRecord, FactQuery, PredicateRecord, Row
 from .migrations import load_migrations
+from .postgres_episodes import PgEpisodeStoreMixin
 from .postgres_tx import RAW_COLS, PgTx
 
 __all__ = ["PostgresStore", "split_schema"]
@@ -51,8 +52,14 @@ _SELECT_READ = "SELECT " + ", ".join("f." + c for c in READ_COLUMNS) + " FROM fa
 # database-wide advisory lock key for migrations ("chronomem" in two int4s)
 _MIGRATE_LOCK = (1668442479, 1835363693)
 _SCHEMA_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
-_ENTITY_COLS = "id, ns_id, key, name, type, properties, created_at"
-_PRED_COLS = "id, ns_id, key, name, cardinality, inverse, description, declared"
+_ENTITY_COLS = (
+    "e.id, e.ns_id, e.key, e.name, e.type, e.properties, e.created_at, ARRAY(SELECT k.alias_name FROM entity_keys k "
+    "WHERE k.entity_id = e.id AND k.alias_name IS NOT NULL ORDER BY k.alias_name)"
+)
+_PRED_COLS = (
+    "p.id, p.ns_id, p.key, p.name, p.cardinality, p.inverse, p.description, p.declared, ARRAY(SELECT k.alias_name "
+    "FROM predicate_keys k WHERE k.predicate_id = p.id AND k.alias_name IS NOT NULL ORDER BY k.alias_name)"
+)
 
 
 def split_schema(url: str) -> tuple[str, str | None]:
@@ -84,16 +91,15 @@ def _psycopg() -> Any:
         import psycopg
         import psycopg_pool  # noqa: F401
     except ImportError:
-        raise MissingExtraError(
-            "the PostgreSQL backend needs the postgres extra: pip install 'chronomem[postgres]'"
-        ) from None
+        raise MissingExtraError("psycopg", "postgres") from None
     return psycopg
 
 
-class PostgresStore:
+class PostgresStore(PgEpisodeStoreMixin):
     """PostgreSQL implementation of :class:`~chronomem.store.base.Store`."""
 
     backend = "postgresql"
+    pgvector = False
 
     def __init__(self, url: str, *, clock: Any = None, pool_size: int = 4, connect_timeout: float = 10.0) -> None:
         psycopg = _psycopg()
@@ -106,7 +112,8 @@ class PostgresStore:
         self._clock = clock or SystemClock()
         kwargs: dict[str, Any] = {"autocommit": True, "connect_timeout": max(1, int(connect_timeout))}
         if schema is not None:
-            kwargs["options"] = f"-c search_path={schema},public"
+            options = dict(parse_qsl(urlsplit(conninfo).query)).get("options", "")
+            kwargs["options"] = f"{options} -c search_path={schema},public".strip()
         try:
             first = psycopg.connect(conninfo, **kwargs)
         except psycopg.Error as exc:
@@ -120,12 +127,13 @@ class PostgresStore:
             conninfo, min_size=1, max_size=max(1, pool_size), kwargs=kwargs, open=False,
             name=f"chronomem-{schema or 'default'}", timeout=max(connect_timeout, 30.0),
         )
-        self._pool.open(wait=True, timeout=connect_timeout)
+        self._pool.open(wait=False)
         self._local = threading.local()
         self._write_lock = threading.RLock()
         self._entity_cache: dict[tuple[int, str], int] = {}
         self._pred_cache: dict[tuple[int, str], PredicateRecord] = {}
         self._card_cache: dict[int, str] = {}
+        self._pred_by_id: dict[int, PredicateRecord] = {}
         # id -> display name; names never change once created
         self._names: dict[int, str] = {}
         self._pred_names: dict[int, str] = {}
@@ -150,16 +158,40 @@ class PostgresStore:
                     f"database schema version {max(done)} is newer than this chronomem ({latest}); upgrade chronomem"
                 )
             pending = [m for m in migrations if m[0] not in done]
-            if not pending:
-                return
-            self._ensure_extension(conn, "btree_gist", "postgresql-contrib")
-            for number, name, sql in pending:
-                log.info("applying migration %s", name)
-                conn.execute(sql)
-                conn.execute(
-                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (%s, %s, %s)",
-                    (number, name, to_us(self._clock())),
-                )
+            if pending:
+                self._ensure_extension(conn, "btree_gist", "postgresql-contrib")
+                for number, name, sql in pending:
+                    log.info("applying migration %s", name)
+                    conn.execute(sql)
+                    conn.execute(
+                        "INSERT INTO schema_migrations (version, name, applied_at) VALUES (%s, %s, %s)",
+                        (number, name, to_us(self._clock())),
+                    )
+                self._add_pgvector(conn)
+            self.pgvector = bool(conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
+                "AND table_name = 'episode_vectors' AND column_name = 'embedding')"
+            ).fetchone()[0])
+
+    def _add_pgvector(self, conn: Any) -> None:
+        """Where the server has pgvector, keep each vector also as ``vector``
+        (indexed per model with HNSW) for SQL users; results never depend on it."""
+        if not conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone():
+            log.info("pgvector is not available: vectors are stored as real[] only")
+            return
+        try:
+            with conn.transaction():  # a savepoint: lacking the privilege is not an error
+                conn.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
+                conn.execute("ALTER TABLE episode_vectors ADD COLUMN IF NOT EXISTS embedding public.vector")
+                conn.execute("UPDATE episode_vectors SET embedding = vector::public.vector WHERE embedding IS NULL")
+                for model_id, dim in conn.execute("SELECT id, dim FROM embedding_models").fetchall():
+                    conn.execute(
+                        f"CREATE INDEX IF NOT EXISTS episode_vectors_hnsw_{int(model_id)} ON episode_vectors "
+                        f"USING hnsw ((embedding::public.vector({int(dim)})) public.vector_cosine_ops) "
+                        f"WHERE model_id = {int(model_id)}"
+                    )
+        except self._psycopg.Error as exc:
+            log.warning("pgvector not enabled (%s): vectors are stored as real[] only", exc.diag.message_primary)
 
     def _ensure_extension(self, conn: Any, name: str, package: str) -> None:
         if conn.execute("SELECT 1 FROM pg_extension WHERE extname = %s", (name,)).fetchone():
@@ -199,6 +231,10 @@ class PostgresStore:
 
     @contextmanager
     def _conn(self) -> Iterator[Any]:
+        tx = getattr(self._local, "tx", None)
+        if tx is not None:
+            yield tx.conn  # sends the transaction's pending rows first
+            return
         bound = getattr(self._local, "conn", None)
         if bound is not None:
             yield bound
@@ -225,31 +261,44 @@ class PostgresStore:
         with self._write_lock, self._errors(), self._pool.connection() as conn:
             self._local.conn = conn
             try:
-                with conn.transaction():
-                    row = conn.execute(
-                        "SELECT now_us, names_version FROM chronomem_begin_write(%s)", (to_us(self._clock()),)
-                    ).fetchone()
-                    now, names_version = int(row[0]), int(row[1])
-                    if names_version != self._names_version:
-                        self._clear_caches()
-                        self._names_version = names_version
-                    tx = PgTx(self, conn, now)
-                    self._local.tx = tx
-                    yield tx
-                    if tx._names_bumped:
-                        self._names_version = names_version + 1
+                # BEGIN and the write lock in one round trip (simple query protocol)
+                cur = conn.execute(
+                    "BEGIN; SELECT now_us, names_version FROM chronomem_begin_write(%d)" % to_us(self._clock())
+                )
+                cur.nextset()
+                row = cur.fetchone()
+                assert row is not None
+                now, names_version = int(row[0]), int(row[1])
+                if names_version != self._names_version:
+                    self._clear_caches()
+                    self._names_version = names_version
+                tx = PgTx(self, conn, now)
+                self._local.tx = tx
+                yield tx
+                tx.commit()
+                if tx._names_bumped:
+                    self._names_version = names_version + 1
             except BaseException:
                 self._clear_caches()
                 self._names_version = -1
+                self._rollback(conn)
                 raise
             finally:
                 self._local.conn = None
                 self._local.tx = None
 
+    def _rollback(self, conn: Any) -> None:
+        if conn.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE:
+            try:
+                conn.execute("ROLLBACK")
+            except self._psycopg.Error:  # pragma: no cover - broken connection: the pool discards it
+                log.debug("rollback failed", exc_info=True)
+
     def _clear_caches(self) -> None:
         self._entity_cache.clear()
         self._pred_cache.clear()
         self._card_cache.clear()
+        self._pred_by_id.clear()
 
     @contextmanager
     def read(self) -> Iterator[None]:
@@ -260,11 +309,11 @@ class PostgresStore:
         with self._errors(), self._pool.connection() as conn:
             self._local.conn = conn
             try:
-                with conn.transaction():
-                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                    yield None
+                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                yield None
             finally:
                 self._local.conn = None
+                self._rollback(conn)
 
     # -- names ----------------------------------------------------------
     def namespace_id(self, name: str, create: bool = True) -> int | None:
@@ -281,6 +330,7 @@ class PostgresStore:
             ).fetchone()
             if got is None:
                 got = tx.conn.execute("SELECT id FROM namespaces WHERE name = %s", (name,)).fetchone()
+            assert got is not None
             return int(got[0])
 
     def namespaces(self) -> list[str]:
@@ -298,20 +348,9 @@ class PostgresStore:
             ).fetchone()
             return None if row is None else int(row[0])
 
-    def _entity_records(self, conn: Any, rows: Sequence[Sequence[Any]]) -> list[EntityRecord]:
-        if not rows:
-            return []
-        aliases: dict[int, list[str]] = {}
-        for eid, alias in conn.execute(
-            "SELECT entity_id, alias_name FROM entity_keys WHERE entity_id = ANY(%s) AND alias_name IS NOT NULL "
-            "ORDER BY alias_name",
-            ([r[0] for r in rows],),
-        ):
-            aliases.setdefault(int(eid), []).append(str(alias))
-        return [
-            EntityRecord(int(r[0]), int(r[1]), r[2], r[3], r[4], r[5], int(r[6]), tuple(aliases.get(int(r[0]), ())))
-            for r in rows
-        ]
+    @staticmethod
+    def _entity_records(rows: Sequence[Sequence[Any]]) -> list[EntityRecord]:
+        return [EntityRecord(int(r[0]), int(r[1]), r[2], r[3], r[4], r[5], int(r[6]), tuple(r[7])) for r in rows]
 
     def entity_names(self, ids: Iterable[int]) -> dict[int, str]:
         """Display names of entity ids (cached: a name never changes and ids
@@ -336,14 +375,14 @@ class PostgresStore:
 
     def entity(self, entity_id: int) -> EntityRecord | None:
         with self._conn() as conn:
-            rows = conn.execute(f"SELECT {_ENTITY_COLS} FROM entities WHERE id = %s", (entity_id,)).fetchall()
-            got = self._entity_records(conn, rows)
+            rows = conn.execute(f"SELECT {_ENTITY_COLS} FROM entities e WHERE e.id = %s", (entity_id,)).fetchall()
+            got = self._entity_records(rows)
             return got[0] if got else None
 
     def entities(self, ns_id: int) -> list[EntityRecord]:
         with self._conn() as conn:
-            rows = conn.execute(f"SELECT {_ENTITY_COLS} FROM entities WHERE ns_id = %s ORDER BY id", (ns_id,)).fetchall()
-            return self._entity_records(conn, rows)
+            rows = conn.execute(f"SELECT {_ENTITY_COLS} FROM entities e WHERE e.ns_id = %s ORDER BY e.id", (ns_id,)).fetchall()
+            return self._entity_records(rows)
 
     def entity_keys(self, ns_id: int) -> list[tuple[str, int, str | None]]:
         """Every name key of a namespace: ``(key, entity_id, alias_name)``."""
@@ -359,43 +398,37 @@ class PostgresStore:
         pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         with self._conn() as conn:
             rows = conn.execute(
-                f"SELECT {', '.join('e.' + c for c in _ENTITY_COLS.split(', '))} FROM entities e WHERE e.id IN ("
+                f"SELECT {_ENTITY_COLS} FROM entities e WHERE e.id IN ("
                 "SELECT k.entity_id FROM entity_keys k JOIN entities e2 ON e2.id = k.entity_id "
                 "WHERE k.ns_id = %s AND (lower(k.key) LIKE lower(%s) OR lower(e2.name) LIKE lower(%s))"
                 ") ORDER BY e.id LIMIT %s",
                 (ns_id, pattern, pattern, limit),
             ).fetchall()
-            return self._entity_records(conn, rows)
+            return self._entity_records(rows)
 
-    def _pred_records(self, conn: Any, rows: Sequence[Sequence[Any]]) -> list[PredicateRecord]:
-        if not rows:
-            return []
-        aliases: dict[int, list[str]] = {}
-        for pid, alias in conn.execute(
-            "SELECT predicate_id, alias_name FROM predicate_keys WHERE predicate_id = ANY(%s) "
-            "AND alias_name IS NOT NULL ORDER BY alias_name",
-            ([r[0] for r in rows],),
-        ):
-            aliases.setdefault(int(pid), []).append(str(alias))
+    @staticmethod
+    def _pred_records(rows: Sequence[Sequence[Any]]) -> list[PredicateRecord]:
         return [
-            PredicateRecord(int(r[0]), int(r[1]), r[2], r[3], r[4], r[5], r[6], bool(r[7]),
-                            tuple(aliases.get(int(r[0]), ())))
+            PredicateRecord(int(r[0]), int(r[1]), r[2], r[3], r[4], r[5], r[6], bool(r[7]), tuple(r[8]))
             for r in rows
         ]
 
     def predicate(self, ns_id: int, key: str) -> PredicateRecord | None:
-        in_tx = getattr(self._local, "tx", None) is not None
+        tx: PgTx | None = getattr(self._local, "tx", None)
+        in_tx = tx is not None
         if in_tx:
             cached = self._pred_cache.get((ns_id, key))
             if cached is not None:
                 return cached
-        with self._conn() as conn:
+        # inside a write: the raw connection (predicates never wait on the
+        # transaction's pending entity rows)
+        with nullcontext(tx._conn) if tx is not None else self._conn() as conn:
             rows = conn.execute(
-                "SELECT p.id, p.ns_id, p.key, p.name, p.cardinality, p.inverse, p.description, p.declared "
-                "FROM predicate_keys k JOIN predicates p ON p.id = k.predicate_id WHERE k.ns_id = %s AND k.key = %s",
+                f"SELECT {_PRED_COLS} FROM predicate_keys pk JOIN predicates p ON p.id = pk.predicate_id "
+                "WHERE pk.ns_id = %s AND pk.key = %s",
                 (ns_id, key),
             ).fetchall()
-            got = self._pred_records(conn, rows)
+            got = self._pred_records(rows)
         if not got:
             return None
         if in_tx:
@@ -403,17 +436,26 @@ class PostgresStore:
         return got[0]
 
     def predicate_by_id(self, predicate_id: int) -> PredicateRecord | None:
+        """Cached; the cache is checked against the names version at the start
+        of every write, so inside a write it is exact (outside, another
+        process's predicate change shows after this process's next write)."""
+        cached = self._pred_by_id.get(predicate_id)
+        if cached is not None:
+            return cached
         with self._conn() as conn:
-            rows = conn.execute(f"SELECT {_PRED_COLS} FROM predicates WHERE id = %s", (predicate_id,)).fetchall()
-            got = self._pred_records(conn, rows)
-            return got[0] if got else None
+            rows = conn.execute(f"SELECT {_PRED_COLS} FROM predicates p WHERE p.id = %s", (predicate_id,)).fetchall()
+            got = self._pred_records(rows)
+        if not got:
+            return None
+        self._pred_by_id[predicate_id] = got[0]
+        return got[0]
 
     def predicates(self, ns_id: int) -> list[PredicateRecord]:
         with self._conn() as conn:
             rows = conn.execute(
-                f"SELECT {_PRED_COLS} FROM predicates WHERE ns_id = %s ORDER BY key", (ns_id,)
+                f"SELECT {_PRED_COLS} FROM predicates p WHERE p.ns_id = %s ORDER BY p.key", (ns_id,)
             ).fetchall()
-            return self._pred_records(conn, rows)
+            return self._pred_records(rows)
 
     def _cardinality(self, predicate_id: int) -> str:
         got = self._card_cache.get(predicate_id)
@@ -513,6 +555,25 @@ class PostgresStore:
         sql, params = self.query_sql(q)
         with self._conn() as conn:
             return [Row(*r) for r in conn.execute(sql, params)]
+
+    def recent_rows(self, ns_id: int, limit: int) -> list[Row]:
+        """Versions with the latest system-time events: the ``limit`` newest
+        recorded and the ``limit`` most recently closed (may overlap)."""
+        with self._conn() as conn:
+            newest = conn.execute(
+                _SELECT_FACT + " WHERE f.ns_id = %s ORDER BY f.rowid DESC LIMIT %s", (ns_id, limit)
+            ).fetchall()
+            closed = conn.execute(
+                _SELECT_FACT + f" WHERE f.ns_id = %s AND f.system_to < {MAX_US} ORDER BY f.system_to DESC LIMIT %s",
+                (ns_id, limit),
+            ).fetchall()
+        seen: set[int] = set()
+        out = []
+        for r in newest + closed:
+            if r[0] not in seen:
+                seen.add(r[0])
+                out.append(Row(*r))
+        return out
 
     def iter_rows(self, ns_id: int, batch: int = 10000) -> Iterator[Row]:
         last = -1

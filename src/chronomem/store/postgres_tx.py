@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from ..timeutil import MAX_US
 from .base import PredicateRecord, Row
+from .postgres_episodes import PgEpisodeTxMixin
 
 if TYPE_CHECKING:  # pragma: no cover
     import psycopg
@@ -32,11 +33,13 @@ FACT_INSERT_COLS = (
     "valid_from", "valid_from_prec", "valid_to", "valid_to_prec", "system_from", "system_to",
     "confidence", "source", "episode_id", "properties", "invalidated_by", "close_kind", "closed_by", "single",
 )
-_INSERT_FACT = (
-    f"INSERT INTO facts ({', '.join(FACT_INSERT_COLS)}) VALUES ({', '.join(['%s'] * len(FACT_INSERT_COLS))})"
-)
+_INSERT_HEAD = f"INSERT INTO facts ({', '.join(FACT_INSERT_COLS)}) VALUES "
+_VALUES = f"({', '.join(['%s'] * len(FACT_INSERT_COLS))})"
 # batches at least this large go through COPY
 _COPY_MIN = 64
+# name-lookup misses in one transaction that switch it to bulk mode
+_BULK_MISSES = 64
+_ID_BLOCK = 1000
 
 
 def _bump_names(conn: "psycopg.Connection[Any]") -> None:
@@ -46,13 +49,23 @@ def _bump_names(conn: "psycopg.Connection[Any]") -> None:
     )
 
 
-class PgTx:
+class PgTx(PgEpisodeTxMixin):
     """Write primitives bound to an open PostgreSQL transaction."""
 
     def __init__(self, store: "PostgresStore", conn: "psycopg.Connection[Any]", now: int) -> None:
         self.store = store
-        self.conn = conn
+        self._conn = conn
         self.now = now
+        # bulk mode (see entity_id): namespaces whose every name key is in the
+        # entity cache, and entities created but not yet sent to the server
+        self._misses: dict[int, int] = {}
+        self._complete: set[int] = set()
+        self._pending: list[tuple[int, int, str, str, str | None, str | None, int]] = []
+        # statements whose results nobody reads (closes, small inserts,
+        # sources): sent in one pipelined batch with the next statement that
+        # needs a result, or with COMMIT
+        self._queued: list[tuple[str, Sequence[Any]]] = []
+        self._free_ids: list[int] = []
         self._new_entities: set[int] = set()
         # believed versions loaded in this transaction, per (subject, predicate):
         # rowid -> (valid_from, valid_to); used to set the ``single`` flag
@@ -61,9 +74,47 @@ class PgTx:
         self._names_bumped = False
         self._synthetic = 0
 
+    @property
+    def conn(self) -> "psycopg.Connection[Any]":
+        """The transaction's connection, after sending any pending entities
+        and queued statements."""
+        if self._pending:
+            self._flush_entities()
+        if self._queued:
+            self._send_queued()
+        return self._conn
+
+    def _send_queued(self, *, commit: bool = False) -> None:
+        queued, self._queued = self._queued, []
+        if commit:
+            queued.append(("COMMIT", ()))
+        if len(queued) == 1:
+            self._conn.execute(queued[0][0], queued[0][1] or None)
+            return
+        with self._conn.pipeline():
+            for sql, params in queued:
+                self._conn.execute(sql, params or None)
+
+    def commit(self) -> None:
+        """Send what is queued and COMMIT, in one round trip."""
+        if self._pending:
+            self._flush_entities()
+        self._send_queued(commit=True)
+
+    def _flush_entities(self) -> None:
+        pending, self._pending = self._pending, []
+        cur = self._conn.cursor()
+        with cur.copy("COPY entities (id, ns_id, key, name, type, properties, created_at) FROM STDIN") as copy:
+            for item in pending:
+                copy.write_row(item)
+        with cur.copy("COPY entity_keys (ns_id, key, entity_id) FROM STDIN") as copy:
+            for eid, ns_id, key, _name, _type, _props, _at in pending:
+                copy.write_row((ns_id, key, eid))
+
     def _names_changed(self) -> None:
-        self.store._entity_cache.clear()
-        self.store._pred_cache.clear()
+        self._complete.clear()
+        self._misses.clear()
+        self.store._clear_caches()
         if not self._names_bumped:
             _bump_names(self.conn)
             self._names_bumped = True
@@ -72,25 +123,49 @@ class PgTx:
     def entity_id(self, ns_id: int, key: str) -> int | None:
         cache = self.store._entity_cache
         got = cache.get((ns_id, key))
-        if got is not None:
+        if got is not None or ns_id in self._complete:
             return got
         row = self.conn.execute(
             "SELECT entity_id FROM entity_keys WHERE ns_id = %s AND key = %s", (ns_id, key)
         ).fetchone()
         if row is None:
+            # Many misses in one transaction: a bulk load of new names. Under
+            # the write lock nobody else adds names, so one read of all the
+            # namespace's keys answers every later lookup without a round trip.
+            misses = self._misses[ns_id] = self._misses.get(ns_id, 0) + 1
+            if misses == _BULK_MISSES:
+                for k, eid in self.conn.execute(
+                    "SELECT key, entity_id FROM entity_keys WHERE ns_id = %s", (ns_id,)
+                ):
+                    cache[(ns_id, k)] = int(eid)
+                self._complete.add(ns_id)
             return None
         cache[(ns_id, key)] = int(row[0])
         return int(row[0])
 
     def create_entity(self, ns_id: int, key: str, name: str, type: str | None, properties: str | None) -> int:
-        row = self.conn.execute(
-            "WITH e AS (INSERT INTO entities (ns_id, key, name, type, properties, created_at) "
-            "VALUES (%s, %s, %s, %s, %s, %s) RETURNING id) "
-            "INSERT INTO entity_keys (ns_id, key, entity_id) SELECT %s, %s, id FROM e RETURNING entity_id",
-            (ns_id, key, name, type, properties, self.now, ns_id, key),
-        ).fetchone()
-        assert row is not None
-        eid = int(row[0])
+        if ns_id in self._complete:
+            # bulk mode: ids from the sequence in blocks, rows sent by COPY
+            # before the next statement of this transaction
+            if not self._free_ids:
+                self._free_ids = [
+                    int(i) for (i,) in self._conn.execute(
+                        "SELECT nextval(pg_get_serial_sequence('entities', 'id')) FROM generate_series(1, %s)",
+                        (_ID_BLOCK,),
+                    )
+                ]
+                self._free_ids.reverse()
+            eid = self._free_ids.pop()
+            self._pending.append((eid, ns_id, key, name, type, properties, self.now))
+        else:
+            row = self.conn.execute(
+                "WITH e AS (INSERT INTO entities (ns_id, key, name, type, properties, created_at) "
+                "VALUES (%s, %s, %s, %s, %s, %s) RETURNING id) "
+                "INSERT INTO entity_keys (ns_id, key, entity_id) SELECT %s, %s, id FROM e RETURNING entity_id",
+                (ns_id, key, name, type, properties, self.now, ns_id, key),
+            ).fetchone()
+            assert row is not None
+            eid = int(row[0])
         self.store._names[eid] = name
         self.store._entity_cache[(ns_id, key)] = eid
         self._new_entities.add(eid)
@@ -273,7 +348,8 @@ class PgTx:
                     for item in data:
                         copy.write_row(item)
             else:
-                self.conn.cursor().executemany(_INSERT_FACT, data)
+                values = ", ".join([_VALUES] * len(data))
+                self._queued.append((_INSERT_HEAD + values, [v for item in data for v in item]))
         for r in rows:
             group = (r.subject_id, r.predicate_id)
             if r.st == MAX_US and group in self._loaded:
@@ -284,11 +360,15 @@ class PgTx:
     def close_rows(self, closes: Sequence[tuple[int, str, str | None]]) -> None:
         if not closes:
             return
-        self.conn.cursor().executemany(
-            f"UPDATE facts SET system_to = %s, close_kind = %s, closed_by = %s WHERE rowid = %s "
-            f"AND system_to = {MAX_US}",
-            [(self.now, kind, by, rowid) for rowid, kind, by in closes],
-        )
+        by_reason: dict[tuple[str, str | None], list[int]] = {}
+        for rowid, kind, by in closes:
+            by_reason.setdefault((kind, by), []).append(rowid)
+        for (kind, by), rowids in by_reason.items():
+            self._queued.append((
+                f"UPDATE facts SET system_to = %s, close_kind = %s, closed_by = %s WHERE rowid = ANY(%s) "
+                f"AND system_to = {MAX_US}",
+                (self.now, kind, by, rowids),
+            ))
         for rowid, _kind, _by in closes:
             group = self._row_group.get(rowid)
             if group is not None:
@@ -296,10 +376,11 @@ class PgTx:
 
     def add_sources(self, items: Sequence[tuple[str, str | None, str | None]]) -> None:
         if items:
-            self.conn.cursor().executemany(
-                "INSERT INTO fact_sources (fact_id, source, episode_id, recorded_at) VALUES (%s, %s, %s, %s)",
-                [(fid, src, ep, self.now) for fid, src, ep in items],
-            )
+            self._queued.append((
+                "INSERT INTO fact_sources (fact_id, source, episode_id, recorded_at) VALUES "
+                + ", ".join(["(%s, %s, %s, %s)"] * len(items)),
+                [v for fid, src, ep in items for v in (fid, src, ep, self.now)],
+            ))
 
     # -- raw restore (JSONL import, copy) ---------------------------------
     def insert_entity(

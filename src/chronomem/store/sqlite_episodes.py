@@ -57,24 +57,39 @@ class EpisodeTxMixin:
     con: sqlite3.Connection
     now: int
 
-    def insert_episode(self, rec: EpisodeRecord, index: tuple[str, str, str]) -> int:
+    def insert_episode(self, rec: EpisodeRecord) -> int:
+        """Insert the row; index it with :meth:`replace_episode_index`."""
         cur = self.con.execute(
             "INSERT INTO episodes (id, ns_id, text, occurred_at, occurred_prec, recorded_at, source, session, "
             "speaker, metadata) VALUES (?,?,?,?,?,?,?,?,?,?)",
             (rec.id, rec.ns_id, rec.text, rec.occurred_at, rec.occurred_prec, rec.recorded_at, rec.source,
              rec.session, rec.speaker, rec.metadata),
         )
-        rowid = int(cur.lastrowid or 0)
-        self.con.execute(
-            "INSERT INTO episodes_fts (rowid, body, speaker, context) VALUES (?,?,?,?)", (rowid, *index)
-        )
-        return rowid
+        return int(cur.lastrowid or 0)
 
-    def replace_episode_index(self, rowid: int, index: tuple[str, str, str]) -> None:
-        self.con.execute("DELETE FROM episodes_fts WHERE rowid = ?", (rowid,))
+    def replace_episode_index(self, rowid: int, index: tuple[str, str, str, str], new: bool = False) -> None:
+        """Write the FTS row of an episode (``new``: it has none yet)."""
+        if not new:
+            self.con.execute("DELETE FROM episodes_fts WHERE rowid = ?", (rowid,))
         self.con.execute(
-            "INSERT INTO episodes_fts (rowid, body, speaker, context) VALUES (?,?,?,?)", (rowid, *index)
+            "INSERT INTO episodes_fts (rowid, body, speaker, context, neighbors) VALUES (?,?,?,?,?)", (rowid, *index)
         )
+
+    def adjacent_episodes(self, rec: EpisodeRecord) -> tuple[EpisodeRecord | None, EpisodeRecord | None]:
+        """The episodes just before and after ``rec`` in its session (rowid order)."""
+        if rec.session is None:
+            return None, None
+        before = self.con.execute(
+            f"SELECT {_EP_COLS} FROM episodes e WHERE e.ns_id = ? AND e.session = ? AND e.rowid < ? "
+            "AND e.erased_at IS NULL ORDER BY e.rowid DESC LIMIT 1",
+            (rec.ns_id, rec.session, rec.rowid),
+        ).fetchone()
+        after = self.con.execute(
+            f"SELECT {_EP_COLS} FROM episodes e WHERE e.ns_id = ? AND e.session = ? AND e.rowid > ? "
+            "AND e.erased_at IS NULL ORDER BY e.rowid LIMIT 1",
+            (rec.ns_id, rec.session, rec.rowid),
+        ).fetchone()
+        return (_rec(before) if before else None), (_rec(after) if after else None)
 
     def insert_episode_times(self, items: Sequence[tuple[int, int, int, str, int]]) -> None:
         self.con.executemany(
@@ -192,11 +207,11 @@ class EpisodeStoreMixin:
         return out
 
     def lexical_search(self, match: str, f: EpisodeFilter, limit: int,
-                       weights: tuple[float, float, float]) -> list[tuple[int, float]]:
+                       weights: tuple[float, float, float, float]) -> list[tuple[int, float]]:
         """``(rowid, score)`` best first; score is ``-bm25`` (higher is better)."""
         where, params = _where(f)
         sql = (
-            "SELECT e.rowid, bm25(episodes_fts, ?, ?, ?) AS s FROM episodes_fts "
+            "SELECT e.rowid, bm25(episodes_fts, ?, ?, ?, ?) AS s FROM episodes_fts "
             "JOIN episodes e ON e.rowid = episodes_fts.rowid "
             f"WHERE episodes_fts MATCH ? AND {' AND '.join(where)} ORDER BY s LIMIT ?"
         )

@@ -50,10 +50,11 @@ CREATE TABLE episode_vectors (
 CREATE INDEX episode_vectors_ns ON episode_vectors(ns_id, model_id);
 
 -- Lexical index (rowid = episodes.rowid), written in the episode's transaction.
--- Columns: the text, who said it, and context (session, date words, captions).
+-- Columns: the text, who said it, context (date words, captions) and the text
+-- of the turns just before and after it in the same session.
 -- Unsegmented scripts (Chinese, Japanese, ...) are indexed as character bigrams.
 CREATE VIRTUAL TABLE episodes_fts USING fts5(
-    body, speaker, context, tokenize = 'porter unicode61 remove_diacritics 2'
+    body, speaker, context, neighbors, tokenize = 'porter unicode61 remove_diacritics 2'
 );
 
 -- Facts cite episodes: find them from the episode side.

@@ -1,0 +1,157 @@
+"""Copy a whole memory between stores of any backend (``chronomem copy``).
+
+Backend-neutral: it reads one consistent snapshot of the source through the
+:class:`~chronomem.store.base.Store` read methods and writes the destination
+in one write transaction through the raw-restore primitives of
+:class:`~chronomem.store.base.WriteTx` — the path the JSONL import uses — so
+SQLite → PostgreSQL and back keep everything a reader can see:
+
+* every fact version with both time axes as stored (valid and system
+  intervals, precisions, close kinds, ``invalidated_by`` / ``closed_by``),
+  fact ids and version numbers;
+* provenance: each version's source and episode id, and every extra source
+  with its original ``recorded_at``;
+* entities (name, type, properties, creation time) with every name key and
+  alias, including keys moved by merges;
+* predicates with cardinality, inverse, description and aliases.
+
+Not copied: the undo records of merges (``unmerge`` works only in the store
+where the merge ran), the erasure log, and episodes (evidence memory).
+Each namespace is copied into a namespace of the same name, which must be
+empty in the destination.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Sequence
+
+from .errors import ConflictError, InvalidInputError
+from .normalize import normalize_key
+from .store.base import Row, Store
+from .timeutil import MAX_US, MIN_US
+
+__all__ = ["CopyResult", "copy_store"]
+
+log = logging.getLogger("chronomem.copy")
+
+_ROW_BATCH = 5000
+_SOURCE_BATCH = 500
+
+Progress = Callable[[str, int], None]
+
+
+@dataclass
+class CopyResult:
+    """What :func:`copy_store` copied, per namespace and in total."""
+
+    namespaces: list[str] = field(default_factory=list)
+    entities: int = 0
+    predicates: int = 0
+    versions: int = 0
+    facts: int = 0
+    sources: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def copy_store(
+    src: Store,
+    dst: Store,
+    namespaces: Sequence[str] | None = None,
+    *,
+    progress: Progress | None = None,
+) -> CopyResult:
+    """Copy ``namespaces`` (default: all) of ``src`` into ``dst``.
+
+    Raises :class:`ConflictError` if a destination namespace already holds
+    entities or predicates (nothing is written then), and
+    :class:`InvalidInputError` for a namespace ``src`` does not have.
+    """
+    available = src.namespaces()
+    names = list(available) if namespaces is None else list(dict.fromkeys(namespaces))
+    missing = [n for n in names if n not in available]
+    if missing:
+        raise InvalidInputError(f"the source has no namespace {missing[0]!r} (it has: {', '.join(available) or 'none'})")
+    if src.url == dst.url:
+        raise InvalidInputError("source and destination are the same store")
+    for name in names:
+        ns = dst.namespace_id(name, create=False)
+        if ns is not None and (dst.entities(ns) or dst.predicates(ns)):
+            raise ConflictError(f"namespace {name!r} of the destination is not empty; copy into an empty store")
+    result = CopyResult()
+    for name in names:
+        _copy_namespace(src, dst, name, result, progress)
+        result.namespaces.append(name)
+    log.info("copied %s -> %s: %s", src.url, dst.url, result)
+    return result
+
+
+def _copy_namespace(src: Store, dst: Store, name: str, result: CopyResult, progress: Progress | None) -> None:
+    src_ns = src.namespace_id(name, create=False)
+    assert src_ns is not None
+    dst_ns = dst.namespace_id(name)
+    assert dst_ns is not None
+    with src.read():
+        predicates = src.predicates(src_ns)
+        entities = src.entities(src_ns)
+        keys = src.entity_keys(src_ns)
+        with dst.write() as tx:
+            pred_map: dict[int, int] = {}
+            for p in predicates:
+                if p.declared or p.aliases:
+                    rec = tx.define_predicate(
+                        dst_ns, p.key, p.name, p.cardinality, p.inverse, p.description,
+                        [(normalize_key(a, "predicate alias"), a) for a in p.aliases],
+                    )
+                else:
+                    rec = tx.create_predicate(dst_ns, p.key, p.name)
+                pred_map[p.id] = rec.id
+            ent_map: dict[int, int] = {}
+            for e in entities:
+                ent_map[e.id] = tx.insert_entity(dst_ns, e.key, e.name, e.type, e.properties, e.created_at)
+            for key, eid, alias_name in keys:
+                tx.add_entity_key(dst_ns, key, ent_map[eid], alias_name)
+            latest = max([e.created_at for e in entities] or [MIN_US])
+            fact_ids: dict[str, None] = {}
+            batch: list[Row] = []
+            versions = 0
+
+            def flush() -> None:
+                nonlocal batch
+                if batch:
+                    tx.insert_rows(batch)
+                    batch = []
+                    if progress is not None:
+                        progress(name, versions)
+
+            for r in src.iter_rows(src_ns):
+                fact_ids.setdefault(r.fact_id, None)
+                batch.append(r.copy(
+                    rowid=None, ns_id=dst_ns, subject_id=ent_map[r.subject_id],
+                    predicate_id=pred_map[r.predicate_id],
+                    object_id=ent_map[r.object_id] if r.object_id is not None else None,
+                    subject_name=None, predicate_name=None, object_name=None,
+                ))
+                versions += 1
+                latest = max(latest, r.sf, r.st if r.st != MAX_US else MIN_US)
+                if len(batch) >= _ROW_BATCH:
+                    flush()
+            flush()
+            ids = list(fact_ids)
+            sources = 0
+            for i in range(0, len(ids), _SOURCE_BATCH):
+                items = src.sources(ids[i:i + _SOURCE_BATCH])
+                if items:
+                    tx.insert_sources(items)
+                    sources += len(items)
+                    latest = max([latest] + [at for _f, _s, _e, at in items])
+            if latest > MIN_US:
+                tx.note_system_time(latest)
+    result.predicates += len(predicates)
+    result.entities += len(entities)
+    result.versions += versions
+    result.facts += len(fact_ids)
+    result.sources += sources

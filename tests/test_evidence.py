@@ -1,0 +1,271 @@
+"""Episodes, hybrid search, time views, fact links, erasure and bad input.
+
+Real SQLite files in ``tmp_path`` and the real bundled embedder (loaded once
+per process by :func:`chronomem.evidence.default_embedder`)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import chronomem
+from chronomem import FakeClock, InvalidInputError, InvalidTimeError, Memory
+from chronomem.errors import ConfirmationRequiredError, ConflictError
+from chronomem.evidence import MAX_EPISODE_CHARS, EpisodeNotFoundError, SearchConfig, default_embedder
+
+
+@pytest.fixture(scope="session")
+def embedder() -> object:
+    return default_embedder()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock("2025-10-01T09:00:00Z", tick=1.0)
+
+
+@pytest.fixture
+def mem(tmp_path: Path, clock: FakeClock, embedder: object) -> Memory:
+    m = chronomem.open(tmp_path / "ev.db", clock=clock)
+    yield m
+    m.close()
+
+
+def _count(path: Path, table: str) -> int:
+    con = sqlite3.connect(path)
+    try:
+        return int(con.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+    finally:
+        con.close()
+
+
+def test_meeting_moved_views(mem: Memory, clock: FakeClock) -> None:
+    old = mem.add_episode("The design review meeting is on the 10th.", occurred_at="2025-10-01T09:00:00Z",
+                          speaker="Dana", session="planning")
+    assert [str(m.start.date()) for m in old.mentions] == ["2025-10-10"]
+    clock.set("2025-10-05T09:00:00Z")
+    new = mem.add_episode("Update: the design review meeting moved to the 12th.",
+                          occurred_at="2025-10-05T09:00:00Z", speaker="Dana", session="planning")
+    assert [str(m.start.date()) for m in new.mentions] == ["2025-10-12"]
+    got = mem.supersede_episode(old.id, new.id)
+    assert got.superseded_by == new.id
+
+    world = mem.search("when is the design review meeting", view="as_world", at="2025-10-08")
+    assert [h.episode.id for h in world] == [new.id]
+    recorded = mem.search("when is the design review meeting", view="as_recorded", at="2025-10-03")
+    assert [h.episode.id for h in recorded] == [old.id]
+    raw = mem.search("when is the design review meeting", view="raw")
+    assert {h.episode.id for h in raw} == {old.id, new.id}
+    # the same as_world question asked before the update still sees the old plan
+    before = mem.search("design review meeting", view="as_world", at="2025-10-03")
+    assert [h.episode.id for h in before] == [old.id]
+    with pytest.raises(ConflictError):
+        mem.supersede_episode(old.id, new.id)
+
+
+def test_hits_carry_score_parts_and_superseded_facts(mem: Memory, clock: FakeClock) -> None:
+    mem.define_predicate("employer", cardinality="one")
+    e1 = mem.add_episode("I just started a new job at Acme as a welder.", occurred_at="2020-03-01",
+                         speaker="Sam")
+    mem.add_fact("Sam", "employer", "Acme", valid_from="2020-03", episode_id=e1.id)
+    clock.advance(3600)
+    e2 = mem.add_episode("I left Acme and joined Beta Corp this week.", occurred_at="2023-06-01", speaker="Sam")
+    mem.add_fact("Sam", "employer", "Beta Corp", valid_from="2023-06", episode_id=e2.id)
+
+    raw = {h.episode.id: h for h in mem.search("Sam job at Acme welder", view="raw")}
+    old = raw[e1.id]
+    assert old.parts.bm25 is not None and old.parts.dense is not None and old.parts.fused == old.score
+    assert old.is_history
+    note = old.facts[0]
+    assert not note.current and note.superseded_by is not None and note.superseded_by.object == "Beta Corp"
+    assert note.ended_at is not None and note.ended_at.year == 2023
+    assert "HISTORY" in note.line() and "Beta Corp" in note.line()
+    # as_world now: every fact the old evidence supports has ended, so it is history
+    world = [h.episode.id for h in mem.search("Sam job at Acme welder")]
+    assert e1.id not in world and e2.id in world
+    # as_recorded keeps history: it only asks what had been recorded
+    assert e1.id in [h.episode.id for h in mem.search("Sam job at Acme welder", view="as_recorded")]
+    # episode <-> fact links both ways
+    assert mem.episode(e1.id).fact_ids == tuple(f.id for f in mem.episode_facts(e1.id))
+    assert mem.episode_facts(e2.id)[0].episode_id == e2.id
+
+
+def test_lexical_dense_and_presets(mem: Memory) -> None:
+    ids = mem.add_episodes([
+        {"text": "We adopted a golden retriever puppy named Biscuit.", "speaker": "Ana", "session": "s1"},
+        {"text": "The quarterly budget review is scheduled for Friday.", "speaker": "Ben", "session": "s1"},
+        {"text": "My favourite hobby is painting sunsets by the lake.", "speaker": "Ana", "session": "s2"},
+    ])
+    dense = mem.search("dog", config="dense", view="raw")
+    assert dense[0].episode.id == ids[0] and dense[0].parts.bm25 is None
+    lexical = mem.search("budget", config="lexical", view="raw")
+    assert lexical[0].episode.id == ids[1] and lexical[0].parts.dense is None
+    assert [h.episode.id for h in mem.search("painting", view="raw", session="s2")] == [ids[2]]
+    assert mem.search("painting", view="raw", session="nope") == []
+    assert len(mem.search("anything at all", view="raw", k=2)) == 2
+    with pytest.raises(InvalidInputError):
+        SearchConfig.preset("fastest")
+
+
+def test_fts_syntax_in_queries_is_escaped(mem: Memory) -> None:
+    mem.add_episode("Release notes: NEAR-term plans for the v2 API", session="x")
+    for q in ['NEAR: "v2" * -API', 'AND OR NOT', '"', "col:thing", "(unbalanced", "^start"]:
+        mem.search(q, view="raw")  # never an FTS syntax error
+    assert mem.search('NEAR-term "plans"', config="lexical", view="raw")
+
+
+def test_chinese_text_is_searchable(mem: Memory) -> None:
+    ep = mem.add_episode("我们上周二去了北京开会", occurred_at="2025-09-30")
+    mem.add_episode("The weather in Lisbon was sunny.")
+    hits = mem.search("北京", config="lexical", view="raw")
+    assert [h.episode.id for h in hits] == [ep.id]
+    assert [str(m.start.date()) for m in ep.mentions] == ["2025-09-23"]
+
+
+def test_neighbouring_turns_feed_the_lexical_index(mem: Memory) -> None:
+    a = mem.add_episode("Did you finally go to the pottery workshop?", speaker="Kim", session="chat")
+    b = mem.add_episode("Yes! It was wonderful, I made a bowl.", speaker="Lee", session="chat")
+    hits = mem.search("pottery", config="lexical", view="raw")
+    assert {h.episode.id for h in hits} == {a.id, b.id}
+    assert hits[0].episode.id == a.id  # the turn itself outranks its neighbour
+
+
+def test_add_episodes_is_atomic_and_errors_write_nothing(mem: Memory, tmp_path: Path) -> None:
+    db = tmp_path / "ev.db"
+    mem.add_episode("seed")
+    before = _count(db, "episodes")
+    with pytest.raises(InvalidInputError, match="item 1"):
+        mem.add_episodes(["fine", "   "])
+    with pytest.raises(InvalidInputError, match="limit"):
+        mem.add_episode("x" * (MAX_EPISODE_CHARS + 1))
+    with pytest.raises(InvalidInputError):
+        mem.add_episode("")
+    with pytest.raises(InvalidTimeError):
+        mem.add_episode("hello", occurred_at="last Tuesday-ish")
+    with pytest.raises(InvalidInputError):
+        mem.add_episode("hello", metadata={"x": object()})
+    with pytest.raises(InvalidInputError, match="unknown episode field"):
+        mem.add_episodes([{"text": "a", "when": "now"}])
+    assert _count(db, "episodes") == before
+    assert _count(db, "episodes_fts") == before
+    with pytest.raises(InvalidInputError, match="unknown view"):
+        mem.search("seed", view="as_dreamt")
+    with pytest.raises(InvalidTimeError):
+        mem.search("seed", at="next-ish week")
+    with pytest.raises(InvalidInputError):
+        mem.search("  ")
+    with pytest.raises(InvalidInputError):
+        mem.search("seed", k=0)
+    with pytest.raises(EpisodeNotFoundError):
+        mem.episode("01234567-0000-7000-8000-000000000000")
+
+
+def test_erase_episode_keep_or_retract(mem: Memory, clock: FakeClock, tmp_path: Path) -> None:
+    mem.define_predicate("city", cardinality="one")
+    e0 = mem.add_episode("Ravi lives in Pune.", occurred_at="2019-01-01")
+    mem.add_fact("Ravi", "city", "Pune", valid_from="2019", episode_id=e0.id)
+    e1 = mem.add_episode("Ravi moved to Oslo.", occurred_at="2022-01-01")
+    oslo = mem.add_fact("Ravi", "city", "Oslo", valid_from="2022", episode_id=e1.id)
+    assert mem.current("Ravi", "city")[0].object == "Oslo"
+    with pytest.raises(ConfirmationRequiredError):
+        mem.erase_episode(e1.id)
+    retracted = mem.erase_episode(e1.id, facts="retract", confirm=True, reason="user request")
+    assert retracted == [oslo.id]
+    # the evidence is gone, what it had superseded is back
+    assert mem.current("Ravi", "city")[0].object == "Pune"
+    tomb = mem.episode(e1.id)
+    assert tomb.erased_at is not None and tomb.text == ""
+    assert e1.id not in [h.episode.id for h in mem.search("Ravi moved Oslo", view="raw")]
+    assert _count(tmp_path / "ev.db", "episode_vectors") == 1
+    # keep: the fact stays and still names its (tombstoned) evidence
+    mem.erase_episode(e0.id, confirm=True)
+    pune = mem.current("Ravi", "city")[0]
+    assert pune.episode_id == e0.id and mem.episode(e0.id).erased_at is not None
+    with pytest.raises(ConflictError):
+        mem.erase_episode(e0.id, confirm=True)
+
+
+def test_reindex_rebuilds_lexical_and_vectors(tmp_path: Path, embedder: object) -> None:
+    m = chronomem.open(tmp_path / "r.db")
+    m.use_embedder(None)  # lexical only: no vectors written
+    ids = m.add_episodes([f"note {i} about the garden" for i in range(5)])
+    assert m.evidence_stats()["models"] == {}
+    m.use_embedder(default_embedder())
+    counts = m.reindex()
+    assert counts == {"lexical": 5, "vectors": 5, "times": 0}
+    assert m.evidence_stats()["models"]["all-MiniLM-L6-v2-onnx-int8"]["vectors"] == 5
+    assert m.reindex(lexical=False)["vectors"] == 0  # nothing missing any more
+    assert m.search("garden", config="dense", view="raw", k=5)[0].episode.id in ids
+    m.close()
+
+
+def test_vectors_of_two_models_never_mix(tmp_path: Path, embedder: object) -> None:
+    class Tiny:
+        name = "tiny-test-model"
+        dim = 3
+
+        def embed(self, texts: object, kind: str = "passage") -> object:
+            import numpy as np
+
+            return np.tile(np.array([1.0, 0.0, 0.0], dtype=np.float32), (len(texts), 1))  # type: ignore[arg-type]
+
+    m = chronomem.open(tmp_path / "m.db")
+    m.add_episode("first, with MiniLM")
+    m.use_embedder(Tiny())
+    m.add_episode("second, with the tiny model")
+    hits = m.search("anything", config="dense", view="raw")
+    assert [h.episode.text for h in hits] == ["second, with the tiny model"]
+    stats = m.evidence_stats()["models"]
+    assert stats["tiny-test-model"] == {"dim": 3, "vectors": 1}
+    assert stats["all-MiniLM-L6-v2-onnx-int8"]["vectors"] == 1
+    m.close()
+
+
+def test_recall_packs_facts_then_evidence(mem: Memory, clock: FakeClock) -> None:
+    ep = mem.add_episode("Caroline went to the LGBTQ support group yesterday.", occurred_at="2023-05-08",
+                         speaker="Caroline", session="s1")
+    mem.add_fact("Caroline", "attended", "LGBTQ support group", valid_from="2023-05-07", episode_id=ep.id)
+    mem.add_fact("Carolina Herrera", "founded", "a fashion house", valid_from="1981")
+    mem.add_episode("Melanie painted a sunrise.", occurred_at="2023-05-08", speaker="Melanie", session="s1")
+    r = mem.recall("When did Caroline go to the support group?")
+    assert r.entities == ("Caroline",)
+    assert r.items[0].kind == "fact" and "attended" in r.items[0].text
+    assert any(i.kind == "episode" and i.cite == ep.id for i in r.items)
+    assert "2023-05-07" in r.text  # "yesterday" resolved
+    assert r.tokens <= r.budget_tokens
+    tiny = mem.recall("When did Caroline go to the support group?", budget_tokens=20)
+    assert tiny.tokens <= 20
+    d = r.to_dict()
+    assert d["question"].startswith("When") and d["items"][0]["kind"] == "fact"
+    with pytest.raises(InvalidInputError):
+        mem.recall("   ")
+    with pytest.raises(InvalidInputError):
+        mem.recall("x", budget_tokens=0)
+
+
+def test_the_embedder_works_with_the_network_off(tmp_path: Path) -> None:
+    code = (
+        "import socket\n"
+        "def _no(*a, **k): raise OSError('network disabled in this test')\n"
+        "socket.socket.connect = _no\nsocket.create_connection = _no\nsocket.getaddrinfo = _no\n"
+        "import chronomem\n"
+        f"m = chronomem.open({str(tmp_path / 'off.db')!r})\n"
+        "m.add_episode('The cat sat on the mat.')\n"
+        "h = m.search('kitten on a rug', config='dense', view='raw')\n"
+        "assert h and h[0].parts.dense > 0.3, h\n"
+        "print('ok')\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    env.update({"HF_HUB_OFFLINE": "1", "NO_PROXY": "*"})
+    cmd = [sys.executable, "-c", code]
+    if shutil.which("unshare") and subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode == 0:
+        cmd = ["unshare", "-n", *cmd]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"

@@ -1,0 +1,167 @@
+"""PostgreSQL-specific guarantees: the database enforces the temporal
+invariant, migrations are safe under concurrent opens, times map exactly to
+``tstzrange`` and the store works from several threads.
+
+The behaviour shared with SQLite is proven by the contract suite
+(``tests/contract``), which runs on both backends.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import multiprocessing as mp
+import threading
+from typing import Any
+
+import psycopg
+import pytest
+from conftest import pg_schema_url, pg_test_url
+
+import chronomem
+from chronomem import FakeClock, StoreError
+from chronomem.store.postgres import PostgresStore, split_schema
+
+UTC = _dt.timezone.utc
+
+
+@pytest.fixture
+def pg_url(request: pytest.FixtureRequest) -> str:
+    return pg_schema_url(request)
+
+
+def _sql(url: str) -> psycopg.Connection[Any]:
+    conninfo, schema = split_schema(url)
+    return psycopg.connect(conninfo, autocommit=True, options=f"-c search_path={schema},public")
+
+
+def test_exclusion_constraint_rejects_an_overlapping_direct_insert(pg_url: str) -> None:
+    with chronomem.open(pg_url, clock=FakeClock("2025-01-01T00:00:00Z")) as m:
+        m.define_predicate("ceo", cardinality="one")
+        m.add_fact("Acme", "ceo", "Alice", "2020", "2023")
+    with _sql(pg_url) as con:
+        row = con.execute(
+            "SELECT ns_id, subject_id, predicate_id, object_id FROM facts WHERE system_to = 9223372036854775807"
+        ).fetchone()
+        assert row is not None
+        ns, s, p, o = row
+        assert con.execute("SELECT single FROM facts").fetchone() == (True,)
+        insert = (
+            "INSERT INTO facts (fact_id, version, ns_id, subject_id, predicate_id, object_id, valid_from, "
+            "valid_from_prec, valid_to, valid_to_prec, system_from, system_to) "
+            "VALUES (%s, 1, %s, %s, %s, %s, %s, 3, %s, 3, 1, 9223372036854775807)"
+        )
+        y2022 = int(_dt.datetime(2022, 1, 1, tzinfo=UTC).timestamp() * 1_000_000)
+        y2024 = int(_dt.datetime(2024, 1, 1, tzinfo=UTC).timestamp() * 1_000_000)
+        y2023 = int(_dt.datetime(2023, 1, 1, tzinfo=UTC).timestamp() * 1_000_000)
+        with pytest.raises(psycopg.errors.ExclusionViolation):
+            con.execute(insert, ("bypass-1", ns, s, p, o + 1 if o else 1, y2022, y2024))
+        # a value that only touches the believed one ([2023, 2024)) is accepted
+        con.execute(insert, ("bypass-2", ns, s, p, o, y2023, y2024))
+        # and a closed (no longer believed) overlapping version is history, not a conflict
+        con.execute(insert.replace("9223372036854775807)", "2)"), ("bypass-3", ns, s, p, o, y2022, y2024))
+
+
+def test_the_time_ranges_map_sentinels_to_unbounded_ends(pg_url: str) -> None:
+    with chronomem.open(pg_url) as m:
+        m.add_fact("Acme", "hq", "Berlin", "2021-03-04T05:06:07.123456Z")
+        m.add_fact("Acme", "founder", "Bob")
+    with _sql(pg_url) as con:
+        rows = dict(con.execute(
+            "SELECT p.name, f.valid FROM facts f JOIN predicates p ON p.id = f.predicate_id"
+        ).fetchall())
+        hq, founder = rows["hq"], rows["founder"]
+        assert hq.lower == _dt.datetime(2021, 3, 4, 5, 6, 7, 123456, tzinfo=UTC)
+        assert hq.upper is None and hq.upper_inf
+        assert founder.lower_inf and founder.upper_inf
+        # the GiST-indexed range columns answer as-of queries like the integer columns
+        (n,) = con.execute("SELECT count(*) FROM facts WHERE valid @> '2022-01-01'::timestamptz "
+                           "AND system @> now()").fetchone() or (0,)
+        assert n == 2
+
+
+def _open_and_write(url: str, i: int) -> int:
+    with chronomem.open(url, namespace=f"ns{i % 2}") as m:
+        m.add_fact(f"E{i}", "knows", "X")
+        store = m.store
+        assert isinstance(store, PostgresStore)
+        return store.schema_version()
+
+
+def test_concurrent_first_opens_migrate_once(pg_url: str) -> None:
+    ctx = mp.get_context("spawn")
+    with ctx.Pool(4) as pool:
+        versions = pool.starmap(_open_and_write, [(pg_url, i) for i in range(4)])
+    assert len(set(versions)) == 1 and versions[0] >= 1
+    with chronomem.open(pg_url, namespace="ns0") as m:
+        assert set(m.store.namespaces()) == {"ns0", "ns1"}
+        assert m.stats().facts == 2
+
+
+def test_cardinality_change_with_old_overlaps_matches_sqlite(pg_url: str, tmp_path: Any) -> None:
+    """Values recorded while a predicate was multi-valued may overlap; after it
+    becomes single-valued a new value cuts both, on both backends alike."""
+    results = []
+    for target in (str(tmp_path / "m.db"), pg_url):
+        with chronomem.open(target, clock=FakeClock("2025-01-01T00:00:00Z")) as m:
+            m.add_fact("Acme", "ceo", "Alice", "2020")
+            m.add_fact("Acme", "ceo", "Bob", "2021")
+            m.define_predicate("ceo", cardinality="one")
+            m.add_fact("Acme", "ceo", "Carol", "2022")
+            m.add_fact("Acme", "ceo", "Dan", "2023")
+            results.append(sorted((str(f.object), f.valid_from_text, f.valid_to_text) for f in m.facts("Acme")))
+    assert results[0] == results[1]
+    assert ("Carol", "2022", "2023") in results[0]
+
+
+def test_one_memory_from_many_threads(pg_url: str) -> None:
+    with chronomem.open(pg_url) as m:
+        m.define_predicate("level", cardinality="one")
+        errors: list[BaseException] = []
+
+        def work(t: int) -> None:
+            try:
+                for k in range(15):
+                    m.add_fact(f"T{t}", "level", str(k), f"{2000 + k}")
+                    assert m.facts(f"T{t}", "level", as_of=f"{2000 + k}-06")[0].object == str(k)
+            except BaseException as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(6)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        assert not errors
+        assert m.stats().current == 6
+        assert [f.object for f in m.facts("T3", "level")] == [str(k) for k in range(15)]
+
+
+def test_system_time_is_monotonic_even_when_the_clock_goes_back(pg_url: str) -> None:
+    clock = FakeClock("2025-01-01T00:00:00Z", tick=0.0)
+    with chronomem.open(pg_url, clock=clock) as m:
+        a = m.add_fact("Acme", "hq", "Berlin")
+        b = m.add_fact("Acme", "hq", "Paris")
+        assert b.system_from > a.system_from
+    with chronomem.open(pg_url, clock=FakeClock("2020-01-01T00:00:00Z")) as m2:
+        c = m2.add_fact("Acme", "hq", "Rome")
+        assert c.system_from > b.system_from
+
+
+def test_unreachable_server_is_one_clear_error() -> None:
+    with pytest.raises(StoreError, match="cannot connect to PostgreSQL"):
+        PostgresStore("postgresql://nobody@127.0.0.1:1/none", connect_timeout=2)
+
+
+def test_bad_schema_name_is_rejected() -> None:
+    with pytest.raises(StoreError, match="schema name"):
+        chronomem.open(pg_test_url() + "?schema=bad;name")
+
+
+def test_query_sql_runs_on_the_server(pg_url: str) -> None:
+    with chronomem.open(pg_url) as m:
+        m.add_fact("Acme", "hq", "Berlin", "2020")
+        sql, params = m.facts_sql("Acme", as_of="2021")
+        assert "%s" in sql
+        with _sql(pg_url) as con:
+            rows = con.execute(sql, params).fetchall()
+        assert len(rows) == 1
