@@ -103,6 +103,7 @@ class SQLiteStore(EpisodeStoreMixin):
         self._entity_cache: dict[tuple[int, str], int] = {}
         self._pred_cache: dict[tuple[int, str], PredicateRecord] = {}
         self._pred_by_id: dict[int, PredicateRecord] = {}
+        self._sql_cache: dict[tuple[Any, ...], str] = {}
         self._data_version = -1
         self._last_sys: int | None = None
         # entity id -> display name; names never change once created
@@ -393,6 +394,23 @@ class SQLiteStore(EpisodeStoreMixin):
         return self._build_sql(q, _SELECT_READ, "7, 1, 2")
 
     def _build_sql(self, q: FactQuery, head: str, union_order: str) -> tuple[str, list[Any]]:
+        # The SQL text depends only on the query's shape: build it once per shape.
+        shape = (
+            head, q.all_versions, q.known_at is None, q.as_of is None, q.overlap is None,
+            None if q.predicate_ids is None else len(q.predicate_ids),
+            None if q.fact_ids is None else len(q.fact_ids),
+            None if q.subject_ids is None else len(q.subject_ids),
+            q.object_id is None, q.object_lit is None, q.direction, q.limit is None,
+        )
+        sql = self._sql_cache.get(shape)
+        if sql is None:
+            sql, params = self._compose_sql(q, head, union_order)
+            if len(self._sql_cache) < 512:
+                self._sql_cache[shape] = sql
+            return sql, params
+        return sql, _query_params(q)
+
+    def _compose_sql(self, q: FactQuery, head: str, union_order: str) -> tuple[str, list[Any]]:
         common: list[str] = []
         cparams: list[Any] = []
         if not q.all_versions:
@@ -557,3 +575,44 @@ class SQLiteStore(EpisodeStoreMixin):
             except OSError:
                 pass
         return total
+
+
+def _query_params(q: FactQuery) -> list[Any]:
+    """The parameters of :meth:`SQLiteStore._compose_sql`'s SQL, in its order."""
+    cparams: list[Any] = []
+    if not q.all_versions and q.known_at is not None:
+        cparams += [q.known_at, q.known_at]
+    if q.as_of is not None:
+        cparams += [q.as_of, q.as_of]
+    if q.overlap is not None:
+        cparams += [q.overlap[1], q.overlap[0]]
+    if q.predicate_ids is not None:
+        cparams += q.predicate_ids
+    if q.fact_ids is not None:
+        cparams += q.fact_ids
+    out: list[Any] = []
+    if q.subject_ids is None:
+        out.append(q.ns_id)
+        if q.object_id is not None:
+            out.append(q.object_id)
+        if q.object_lit is not None:
+            out.append(q.object_lit)
+        out += cparams
+    else:
+        if q.direction in ("out", "both"):
+            out += q.subject_ids
+            if q.object_id is not None:
+                out.append(q.object_id)
+            if q.object_lit is not None:
+                out.append(q.object_lit)
+            out += cparams
+        if q.direction in ("in", "both") and q.object_lit is None:
+            out += q.subject_ids
+            if q.object_id is not None:
+                out.append(q.object_id)
+            if q.direction == "both":
+                out += q.subject_ids
+            out += cparams
+    if q.limit is not None:
+        out.append(q.limit)
+    return out
