@@ -1,11 +1,16 @@
-"""MCP tool round-trip latency: ``fact_add`` and ``facts`` over stdio and HTTP.
+"""MCP tool round-trip latency: ``fact_add``, ``facts``, ``remember`` and
+``recall`` over stdio and HTTP.
 
 Each transport talks to a real server process through the official MCP SDK
 client: ``chronomem --db FILE mcp`` (stdio) and the streamable-HTTP app under
 uvicorn on 127.0.0.1 (HTTP). A round trip is one ``tools/call`` from the
-client's send to its parsed result. Goal: p50 <= 5 ms over stdio.
+client's send to its parsed result. Goal: p50 <= 5 ms over stdio for the fact
+tools. ``remember`` (an episode with two facts; embeds the text with the
+bundled offline model) fills the evidence store with ``--episodes`` episodes,
+then ``recall`` (entity facts + hybrid search, packed into 1500 tokens) is
+timed on questions about them.
 
-    .venv/bin/python bench/mcp_bench.py [--calls 500] [--json]
+    .venv/bin/python bench/mcp_bench.py [--calls 500] [--episodes 500] [--json]
 """
 
 from __future__ import annotations
@@ -84,7 +89,8 @@ def _stats(samples: list[float]) -> dict[str, float]:
             "calls": len(ms)}
 
 
-async def _measure(transport: str, db: Path, url: str | None, calls: int) -> dict[str, dict[str, float]]:
+async def _measure(transport: str, db: Path, url: str | None, calls: int,
+                   episodes: int) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     async with _client(transport, db, url) as c:
         for i in range(20):  # warm up: imports, SQLite page cache, connection setup
@@ -106,21 +112,51 @@ async def _measure(transport: str, db: Path, url: str | None, calls: int) -> dic
             samples.append(time.perf_counter() - t0)
             assert not r.is_error
         out["facts"] = _stats(samples)
+        await c.call_tool("predicate_define", {"name": "lead", "cardinality": "one"})
+        samples = []
+        for i in range(episodes):
+            team, who = f"team{i % 50}", f"person{i}"
+            args = {"text": f"{who} now leads {team}; the decision was made in the weekly sync about "
+                            f"project{i % 30} and its {['database', 'frontend', 'billing'][i % 3]} work.",
+                    "occurred_at": f"2025-{1 + i % 12:02d}-{1 + i % 28:02d}", "speaker": f"person{i % 7}",
+                    "session": f"sync{i % 40}",
+                    "facts": [{"subject": team, "predicate": "lead", "object": who,
+                               "valid_from": f"2025-{1 + i % 12:02d}"},
+                              {"subject": who, "predicate": "works_on", "object": f"project{i % 30}"}]}
+            t0 = time.perf_counter()
+            r = await c.call_tool("remember", args)
+            samples.append(time.perf_counter() - t0)
+            assert not r.is_error, r.content
+        out["remember"] = _stats(samples)
+        for i in range(10):  # warm up the vector cache
+            await c.call_tool("recall", {"question": f"who leads team{i}?"})
+        samples = []
+        for i in range(calls):
+            q = [f"Who leads team{i % 50} and what did they decide?", f"What does person{i % episodes} work on?",
+                 f"billing work in project{i % 30}"][i % 3]
+            t0 = time.perf_counter()
+            r = await c.call_tool("recall", {"question": q})
+            samples.append(time.perf_counter() - t0)
+            assert not r.is_error, r.content
+        out["recall"] = _stats(samples)
     return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, default=500, help="calls per tool and transport")
+    ap.add_argument("--episodes", type=int, default=500, help="episodes stored with remember before timing recall")
+    ap.add_argument("--no-http", action="store_true", help="stdio only")
     ap.add_argument("--json", action="store_true", help="print JSON")
     ns = ap.parse_args()
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "bench.db"
-        results["stdio"] = anyio.run(_measure, "stdio", db, None, ns.calls)
-        db2 = Path(tmp) / "bench-http.db"
-        with _http_process(db2) as url:
-            results["http"] = anyio.run(_measure, "http", db2, url, ns.calls)
+        results["stdio"] = anyio.run(_measure, "stdio", db, None, ns.calls, ns.episodes)
+        if not ns.no_http:
+            db2 = Path(tmp) / "bench-http.db"
+            with _http_process(db2) as url:
+                results["http"] = anyio.run(_measure, "http", db2, url, ns.calls, ns.episodes)
     if ns.json:
         print(json.dumps(results, indent=2))
         return

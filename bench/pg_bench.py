@@ -24,7 +24,8 @@ PostgreSQL: a fresh schema of the --pg database, dropped afterwards):
   one ``add_facts`` call (goal on PostgreSQL: >= 20,000 facts/s);
 * concurrent writers: 1, 4 and 8 processes, each making --per-writer
   ``add_fact`` calls on its own subjects (a third of them on a single-valued
-  predicate), started together; aggregate writes/s over the wall time.
+  predicate), started together; aggregate writes/s over the wall time
+  (PostgreSQL also with synchronous_commit=off).
 """
 
 from __future__ import annotations
@@ -173,13 +174,13 @@ def _writer(url: str, w: int, n: int, start: Any) -> float:
         return time.perf_counter() - t0
 
 
-def run_writers(t: Target, procs: int, per: int) -> dict[str, Any]:
+def run_writers(t: Target, procs: int, per: int, sync: bool = True) -> dict[str, Any]:
     with chronomem.open(t.url(), namespace="default") as m:
         m.define_predicate("status", cardinality="one")
     ctx = mp.get_context("spawn")
     start = ctx.Manager().Event()
     with ctx.Pool(procs) as pool:
-        pending = pool.starmap_async(_writer, [(t.url(), w, per, start) for w in range(procs)])
+        pending = pool.starmap_async(_writer, [(t.url(sync), w, per, start) for w in range(procs)])
         time.sleep(1.0 + 0.3 * procs)  # let every process connect
         t0 = time.perf_counter()
         start.set()
@@ -236,6 +237,16 @@ def main() -> int:
                     finally:
                         t.drop()
                     print(f"{backend}: {n} writers {r['writers'][-1]['rate']:,.0f} writes/s", file=sys.stderr)
+                if backend == "postgres":
+                    r["writers_async"] = []
+                    for n in [int(x) for x in args.writers.split(",")]:
+                        t = Target(backend, args.pg, tmp)
+                        try:
+                            r["writers_async"].append(run_writers(t, n, args.per_writer, sync=False))
+                        finally:
+                            t.drop()
+                        print(f"{backend}: {n} writers, synchronous_commit=off: "
+                              f"{r['writers_async'][-1]['rate']:,.0f} writes/s", file=sys.stderr)
     s, p = res["sqlite"], res["postgres"]
 
     def g(d: dict[str, Any], *path: str) -> Any:
@@ -258,6 +269,8 @@ def main() -> int:
     for i, w in enumerate(p.get("writers") or []):
         sw = (s.get("writers") or [None] * (i + 1))[i]
         lines.append((f"{w['procs']} concurrent writer processes", sw and sw["rate"], w["rate"], " writes/s"))
+    for w in p.get("writers_async") or []:
+        lines.append((f"{w['procs']} writers, PG synchronous_commit=off", None, w["rate"], " writes/s"))
     print(f"\n{'metric':48} {'SQLite':>16} {'PostgreSQL':>16}")
     for name, a, b, unit in lines:
         print(f"{name:48} {fnum(a, unit):>16} {fnum(b, unit):>16}")
@@ -267,7 +280,8 @@ def main() -> int:
     ws = p.get("writers") or []
     if len(ws) > 1:
         best = max(ws[1:], key=lambda w: w["rate"])
-        print(f"goal: aggregate writes scale beyond one writer: {'met' if best['rate'] > ws[0]['rate'] else 'NOT met'}"
+        scaled = best["rate"] > 1.1 * ws[0]["rate"]
+        print(f"goal: aggregate writes scale beyond one writer: {'met' if scaled else 'NOT met'}"
               f" (1: {ws[0]['rate']:,.0f}/s, best {best['procs']}: {best['rate']:,.0f}/s)")
     if args.json:
         text = json.dumps(res, indent=2, default=str)

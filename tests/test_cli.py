@@ -334,7 +334,7 @@ def test_read_commands(db: Path) -> None:
     assert paths[0]["entities"] == ["Dana", "Acme", "Alice"] and paths[0]["hops"] == 2
     assert js(db, "path", "Dana", "Bob", "--as-of", "2016") == []
     assert "2 hops" in ok(db, "path", "Dana", "Alice", "--as-of", "2020").stdout
-    found = js(db, "search", "acm")
+    found = js(db, "search", "--facts", "acm")
     assert {f["subject"] for f in found} >= {"Acme", "Dana"}
     entity = js(db, "entity", "acme")
     assert entity["entity"]["name"] == "Acme"

@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -269,3 +270,47 @@ def test_the_embedder_works_with_the_network_off(tmp_path: Path) -> None:
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_ann_cache_matches_exact_and_persists(tmp_path: Path, embedder: object) -> None:
+    pytest.importorskip("hnswlib", reason="the optional ANN extra (hnswlib) is not installed")
+    import dataclasses
+
+    db = tmp_path / "ann.db"
+    m = chronomem.open(db)
+    texts = [f"{w} note number {i}" for i, w in enumerate(
+        ["garden", "kayak", "pottery", "violin", "marathon", "recipe", "puppy", "tax", "chess", "camping"] * 4)]
+    m.add_episodes([{"text": t, "session": f"s{i % 3}"} for i, t in enumerate(texts)])
+    exact = SearchConfig.preset("dense")
+    ann = dataclasses.replace(exact, ann_threshold=10)
+    for q in ("playing the violin", "a trip to the mountains with a tent"):
+        a = [h.episode.id for h in m.search(q, config=ann, view="raw", k=5)]
+        e = [h.episode.id for h in m.search(q, config=exact, view="raw", k=5)]
+        assert len(set(a) & set(e)) >= 4
+    assert list(tmp_path.glob("ann.db.ann-*.bin"))
+    m.add_episode("one more about the violin", session="s0")  # incremental add
+    assert "violin" in m.search("violin", config=ann, view="as_world", k=1)[0].episode.text
+    m.close()
+    m2 = chronomem.open(db)  # the persisted cache is reused
+    assert m2.search("violin", config=ann, view="raw", k=3)
+    m2.close()
+
+
+def test_very_common_terms_are_pruned_from_the_lexical_query(tmp_path: Path, embedder: object) -> None:
+    import dataclasses
+
+    from chronomem.evidence.lexical import fts_query
+
+    m = chronomem.open(tmp_path / "df.db")
+    m.use_embedder(None)
+    m.add_episodes([f"common chatter number {i}" for i in range(6)] + ["common words and a rare zeppelin"])
+    store: Any = m.store
+    assert store.prune_common_terms(fts_query("common zeppelin"), 3) == '"zeppelin"'
+    assert store.prune_common_terms(fts_query("common zeppelin"), 100) == '"common" OR "zeppelin"'
+    assert store.prune_common_terms(fts_query("common chatter"), 3) in ('"common"', '"chatter"')
+    cfg = dataclasses.replace(SearchConfig.preset("lexical"), lexical_df_cap=3)
+    hits = m.search("common zeppelin", config=cfg, view="raw")
+    assert [h.episode.text for h in hits] == ["common words and a rare zeppelin"]
+    m.add_episode("another zeppelin")  # the cached frequencies follow new writes
+    assert len(m.search("common zeppelin", config=cfg, view="raw")) == 2
+    m.close()

@@ -19,7 +19,7 @@ from mcp.types import CallToolResult  # noqa: E402
 import chronomem  # noqa: E402
 from chronomem import FakeClock, Memory  # noqa: E402
 from chronomem.mcp import INSTRUCTIONS, build_server  # noqa: E402
-from chronomem.mcp.server import tool_wraps  # noqa: E402
+from chronomem.mcp.server import tool_extras, tool_wraps  # noqa: E402
 
 NOW = "2026-11-29T12:00:00Z"
 
@@ -67,17 +67,16 @@ def test_handshake_instructions_tools_and_resources(mem: Memory) -> None:
 
     instructions, tools, resources, templates = run(mem, body)
     assert instructions == INSTRUCTIONS
-    for needle in ("`facts`", "`fact_add`", "`fact_invalidate`", "Cite facts by their id", "Single-valued"):
+    for needle in ("call `recall`", "`fact_add`", "`remember`", "`fact_invalidate`",
+                   "Cite facts and evidence by id", "Single-valued"):
         assert needle in instructions
     names = [t.name for t in tools.tools]
     assert names == ["fact_add", "fact_invalidate", "fact_correct", "fact_retract", "facts", "timeline", "diff",
-                     "conflicts", "predicate_define", "entity_alias", "stats"]
-    for name in ("remember", "recall", "search"):
-        assert name not in names  # evidence memory is not built yet
+                     "conflicts", "predicate_define", "entity_alias", "stats", "remember", "recall", "search"]
     assert [str(r.uri) for r in resources.resources] == ["chronomem://stats"]
     assert [t.uri_template for t in templates.resource_templates] == ["chronomem://entity/{name}"]
     read_only = {t.name for t in tools.tools if t.annotations and t.annotations.read_only_hint}
-    assert read_only == {"facts", "timeline", "diff", "conflicts", "stats"}
+    assert read_only == {"facts", "timeline", "diff", "conflicts", "stats", "recall", "search"}
 
 
 # -- every tool's schema matches the Memory method it wraps ------------------
@@ -86,7 +85,9 @@ def test_tool_schemas_match_memory_signatures(mem: Memory) -> None:
 
     tools = run(mem, lambda c: c.list_tools()).tools
     wraps = tool_wraps()
+    extras = tool_extras()
     assert {t.name for t in tools} == set(wraps), "every tool must declare the Memory method it wraps"
+    assert {"remember", "recall", "search"} <= set(wraps)
     for tool in tools:
         method_name, omitted = wraps[tool.name]
         sig = inspect.signature(getattr(Memory, method_name))
@@ -95,7 +96,9 @@ def test_tool_schemas_match_memory_signatures(mem: Memory) -> None:
         schema = tool.input_schema
         props = set(schema.get("properties", {}))
         required = set(schema.get("required", []))
-        expected = set(params) - omitted
+        for name in omitted:
+            assert name in params, f"{tool.name}: omits {name!r}, which {method_name}() does not have"
+        expected = (set(params) - omitted) | extras.get(tool.name, frozenset())
         if any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values()):
             expected |= set(_CORRECTABLE)  # correct(fact_id, **changes)
         assert props == expected, f"{tool.name}: {sorted(props ^ expected)}"
@@ -311,5 +314,5 @@ def test_stats(mem: Memory) -> None:
 
 
 def test_unknown_tool_is_an_error(mem: Memory) -> None:
-    r = call(mem, "remember", {"text": "x"})
-    assert r.is_error and "remember" in text(r)
+    r = call(mem, "forget_everything", {})
+    assert r.is_error and "forget_everything" in text(r)

@@ -81,7 +81,7 @@ def test_stdio_subprocess_end_to_end(tmp_path: Path) -> None:
         async with Client(stdio_params(db), mode="legacy") as c:
             assert "fact_add" in (c.instructions or "")
             tools = await c.list_tools()
-            assert len(tools.tools) == 11
+            assert len(tools.tools) == 14
             r = await c.call_tool("fact_add", {"subject": "Acme", "predicate": "ceo", "object": "Alice",
                                                "valid_from": "2020"})
             assert not r.is_error and r.structured_content is not None
@@ -92,6 +92,13 @@ def test_stdio_subprocess_end_to_end(tmp_path: Path) -> None:
             assert bad.is_error and "no fact Acme -ceo-> Zed" in text(bad)
             res = await c.read_resource("chronomem://stats")
             assert "1 facts" in res.contents[0].text  # type: ignore[union-attr]
+            r = await c.call_tool("remember", {"text": "Acme picked Postgres for the billing service.",
+                                               "facts": [{"subject": "Billing", "predicate": "database",
+                                                          "object": "Postgres"}]})
+            assert not r.is_error and r.structured_content is not None
+            ep_id = r.structured_content["episode"]["id"]
+            r = await c.call_tool("recall", {"question": "Which database does Billing use?"})
+            assert not r.is_error and "Billing -database-> Postgres" in text(r) and f"[{ep_id}]" in text(r)
 
     anyio.run(main)
     with chronomem.open(db) as mem:  # the write reached the file
@@ -153,7 +160,7 @@ def test_stdio_stdout_carries_only_jsonrpc(tmp_path: Path) -> None:
         assert json.loads(line).get("jsonrpc") == "2.0"
     assert proc.returncode == 0, err.decode()
     assert responses[1]["result"]["serverInfo"]["name"] == "chronomem"
-    assert len(responses[2]["result"]["tools"]) == 11
+    assert len(responses[2]["result"]["tools"]) == 14
     assert responses[3]["result"]["isError"] is False
     assert responses[4]["result"]["isError"] is True
     assert "missing required argument 'predicate'" in responses[4]["result"]["content"][0]["text"]

@@ -165,3 +165,52 @@ def test_query_sql_runs_on_the_server(pg_url: str) -> None:
         with _sql(pg_url) as con:
             rows = con.execute(sql, params).fetchall()
         assert len(rows) == 1
+
+
+def test_bulk_loads_match_sqlite(pg_url: str, tmp_path: Any) -> None:
+    """Large add_facts batches take the bulk paths (name keys and believed
+    versions read once, new entities sent by COPY); the result is SQLite's."""
+    import random
+
+    rnd = random.Random(5)
+    items = []
+    for i in range(3000):
+        s = f"S{int(200 * rnd.random() ** 1.5)}"
+        p = rnd.choice(["role", "knows", "visited"])
+        o = f"O{rnd.randrange(150)}" if p != "role" else rnd.choice(["dev", "lead", "cto", "ceo"])
+        vf = f"{rnd.randrange(1990, 2025)}-{rnd.randrange(1, 13):02d}"
+        vt = None if rnd.random() < 0.6 else f"{rnd.randrange(2025, 2030)}"
+        items.append({"subject": s, "predicate": p, "object": o, "valid_from": vf, "valid_to": vt,
+                      "source": f"src{i % 7}"})
+    states = []
+    for target in (str(tmp_path / "bulk.db"), pg_url):
+        chronomem.open(target, clock=FakeClock("2000-01-01T00:00:00Z")).close()  # migrations read the clock too
+        with chronomem.open(target, clock=FakeClock("2025-01-01T00:00:00Z")) as m:
+            m.define_predicate("role", cardinality="one")
+            ids = []
+            for start in range(0, len(items), 1000):
+                ids += m.add_facts(items[start:start + 1000])
+            facts = sorted(repr((f.subject, f.predicate, str(f.object), f.valid_from_text, f.valid_to_text,
+                                 f.version, f.system_from, f.system_to, f.invalidated_by is not None))
+                           for f in m.facts())
+            versions = sorted(repr((f.subject, f.predicate, str(f.object), f.valid_from_text, f.valid_to_text,
+                                    f.system_from, f.system_to)) for e in m.entities() for f in m.history(e.name))
+            states.append((len(set(ids)), facts, versions, m.stats().to_dict()))
+    assert states[0] == states[1]
+    assert states[0][3]["versions"] > states[0][3]["facts"]  # supersession happened
+
+
+def test_a_failed_write_releases_the_write_lock(pg_url: str) -> None:
+    from chronomem import InvalidInputError
+
+    with chronomem.open(pg_url) as m, chronomem.open(pg_url) as other:
+        m.add_fact("A", "knows", "B")
+        with pytest.raises(InvalidInputError):
+            m.add_facts([("C", "knows", "D"), ("E", "knows")])  # the second item is invalid
+        done: list[str] = []
+        th = threading.Thread(target=lambda: done.append(other.add_fact("F", "knows", "G").id), daemon=True)
+        th.start()
+        th.join(timeout=20)
+        assert done, "another store could not take the write lock"
+        assert m.add_fact("H", "knows", "I").object == "I"
+        assert sorted(f.subject for f in m.facts()) == ["A", "F", "H"]

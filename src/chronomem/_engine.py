@@ -50,9 +50,12 @@ class GroupState:
             lst.sort(key=_vf)
 
     def add(self, r: Row) -> None:
-        lst = self.by_obj.get(r.okey)
+        key = (r.object_id, r.object_lit)
+        lst = self.by_obj.get(key)
         if lst is None:
-            self.by_obj[r.okey] = [r]
+            self.by_obj[key] = [r]
+        elif lst[-1].vf <= r.vf:
+            lst.append(r)  # arrivals in time order: the common case
         else:
             insort(lst, r, key=_vf)
 
@@ -141,8 +144,12 @@ class TxWork:
             # also resets the system-time fields of a restored, copied version)
             self.insert(g, cand)
             return cand, "inserted"
+        okey = (cand.object_id, cand.object_lit)
+        if not single and keep is None and okey not in g.by_obj:
+            # a multi-valued predicate and a new object: nothing to merge with
+            self.insert(g, cand)
+            return cand, "inserted"
         lo, hi, hi_prec = cand.vf, cand.vt, cand.vt_prec
-        okey = cand.okey
         others: list[Row] = []
         if single:
             others = [r for k, lst in g.by_obj.items() if k != okey for r in lst]

@@ -15,22 +15,28 @@ SQLite → PostgreSQL and back keep everything a reader can see:
   alias, including keys moved by merges;
 * predicates with cardinality, inverse, description and aliases.
 
+* episodes (evidence memory), when both stores hold them: text, times,
+  source, session, speaker, metadata, supersession, resolved time mentions
+  and every stored embedding (bit for bit); the lexical index is rebuilt in
+  the destination (its date words in ``timezone``).
+
 Not copied: the undo records of merges (``unmerge`` works only in the store
-where the merge ran), the erasure log, and episodes (evidence memory).
+where the merge ran), the erasure log, and erased episodes' tombstones.
 Each namespace is copied into a namespace of the same name, which must be
 empty in the destination.
 """
 
 from __future__ import annotations
 
+import datetime as _dt
 import logging
-from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Callable, Sequence, cast
 
 from .errors import ConflictError, InvalidInputError
 from .normalize import normalize_key
-from .store.base import Row, Store
-from .timeutil import MAX_US, MIN_US
+from .store.base import EpisodeRecord, EpisodeStore, Row, Store
+from .timeutil import MAX_US, MIN_US, get_timezone
 
 __all__ = ["CopyResult", "copy_store"]
 
@@ -52,6 +58,8 @@ class CopyResult:
     versions: int = 0
     facts: int = 0
     sources: int = 0
+    episodes: int = 0
+    vectors: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -63,6 +71,7 @@ def copy_store(
     namespaces: Sequence[str] | None = None,
     *,
     progress: Progress | None = None,
+    timezone: str | _dt.tzinfo | None = None,
 ) -> CopyResult:
     """Copy ``namespaces`` (default: all) of ``src`` into ``dst``.
 
@@ -74,16 +83,23 @@ def copy_store(
     names = list(available) if namespaces is None else list(dict.fromkeys(namespaces))
     missing = [n for n in names if n not in available]
     if missing:
-        raise InvalidInputError(f"the source has no namespace {missing[0]!r} (it has: {', '.join(available) or 'none'})")
+        have = ", ".join(available) or "none"
+        raise InvalidInputError(f"the source has no namespace {missing[0]!r} (it has: {have})")
     if src.url == dst.url:
         raise InvalidInputError("source and destination are the same store")
+    episodes = hasattr(src, "lexical_search") and hasattr(dst, "lexical_search")
     for name in names:
         ns = dst.namespace_id(name, create=False)
-        if ns is not None and (dst.entities(ns) or dst.predicates(ns)):
+        if ns is not None and (
+            dst.entities(ns) or dst.predicates(ns) or (episodes and cast(EpisodeStore, dst).episode_count(ns))
+        ):
             raise ConflictError(f"namespace {name!r} of the destination is not empty; copy into an empty store")
     result = CopyResult()
+    tz = get_timezone(timezone)
     for name in names:
         _copy_namespace(src, dst, name, result, progress)
+        if episodes:
+            _copy_episodes(cast(EpisodeStore, src), cast(EpisodeStore, dst), name, result, tz)
         result.namespaces.append(name)
     log.info("copied %s -> %s: %s", src.url, dst.url, result)
     return result
@@ -155,3 +171,59 @@ def _copy_namespace(src: Store, dst: Store, name: str, result: CopyResult, progr
     result.versions += versions
     result.facts += len(fact_ids)
     result.sources += sources
+
+
+def _copy_episodes(src: EpisodeStore, dst: EpisodeStore, name: str, result: CopyResult, tz: _dt.tzinfo) -> None:
+    from .evidence.episodes import index_parts
+
+    src_ns = src.namespace_id(name, create=False)
+    dst_ns = dst.namespace_id(name)
+    assert src_ns is not None and dst_ns is not None
+    with src.read():
+        recs: list[EpisodeRecord] = []
+        last = 0
+        while True:
+            batch = src.episode_index_rows(src_ns, last, _ROW_BATCH)
+            if not batch:
+                break
+            recs += batch
+            last = batch[-1].rowid
+        if not recs:
+            return
+        with dst.write() as tx:
+            new_rowid: dict[int, int] = {}
+            copied: list[EpisodeRecord] = []
+            for rec in recs:
+                moved = replace(rec, ns_id=dst_ns)
+                rowid = tx.insert_episode(moved)
+                new_rowid[rec.rowid] = rowid
+                copied.append(replace(moved, rowid=rowid))
+                if rec.superseded_by is not None and rec.superseded_at is not None:
+                    tx.supersede_episode(rowid, rec.superseded_by, rec.superseded_at)
+            # the lexical index, with each turn's neighbours in its session
+            by_session: dict[str | None, list[EpisodeRecord]] = {}
+            for rec in copied:
+                by_session.setdefault(rec.session, []).append(rec)
+            for session, turns in by_session.items():
+                for i, rec in enumerate(turns):
+                    prev = turns[i - 1] if session is not None and i > 0 else None
+                    nxt = turns[i + 1] if session is not None and i + 1 < len(turns) else None
+                    tx.replace_episode_index(rec.rowid, index_parts(rec, prev, nxt, tz), new=True)
+            ids = [r.rowid for r in recs]
+            for start in range(0, len(ids), _SOURCE_BATCH):
+                times = src.episode_times(ids[start:start + _SOURCE_BATCH])
+                if times:
+                    tx.insert_episode_times([(new_rowid[t[0]], t[1], t[2], t[3], t[4]) for t in times])
+            for model_id, model, dim in src.embedding_models():
+                dst_model = tx.embedding_model_id(model, dim)
+                after = 0
+                while True:
+                    vecs = src.load_vectors(src_ns, model_id, after, _ROW_BATCH)
+                    if not vecs:
+                        break
+                    tx.put_episode_vectors(dst_model, [(new_rowid[v[0]], dst_ns, v[1]) for v in vecs
+                                                       if v[0] in new_rowid])
+                    result.vectors += len(vecs)
+                    after = vecs[-1][0]
+            tx.bump_episode_generation()
+    result.episodes += len(recs)

@@ -77,7 +77,7 @@ def remember_cmd(text: str | None, file: Path | None, at: str | None, speaker: s
 @click.option("--explain", is_flag=True, help="Show the score parts (bm25, dense, fused, time) of each hit.")
 @click.option("--facts", "facts_mode", is_flag=True,
               help="Search fact entity and predicate names instead of episodes (substring match).")
-@click.option("--as-of", metavar="TIME", help="With --facts: only facts valid at this time.")
+@click.option("--as-of", metavar="TIME", help="Only facts valid at this time (implies --facts).")
 @click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True, help="With --facts: at most this many.")
 @json_option
 def search_cmd(query: str, view: str, at: str | None, k: int, session: str | None, since: str | None,
@@ -85,7 +85,7 @@ def search_cmd(query: str, view: str, at: str | None, k: int, session: str | Non
                limit: int) -> None:
     """Hybrid search (BM25 + dense vectors) over episodes, in a time view."""
     mem = state().memory(create=False)
-    if facts_mode:
+    if facts_mode or as_of is not None:
         facts_out(mem.search_facts(query, as_of=as_of, limit=limit), "matches")
         return
     hits = mem.search(query, k=k, view=view, at=at, session=session, since=since, until=until, config=preset)

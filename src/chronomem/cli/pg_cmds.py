@@ -30,9 +30,9 @@ def copy_cmd(src: str, dst: str, only: tuple[str, ...]) -> None:
     `chronomem copy memory.db postgresql://me@db-host/team`.
 
     Both time axes, fact ids and versions, provenance, entities with their
-    aliases and predicates are copied as stored; every copied namespace must
-    be empty in DST. Undo records of merges, the erasure log and episodes are
-    not copied.
+    aliases, predicates and episodes with their vectors are copied as stored;
+    every copied namespace must be empty in DST. Undo records of merges and
+    the erasure log are not copied.
     """
     from .._open import open_store_at
     from ..copy import copy_store
@@ -44,7 +44,7 @@ def copy_cmd(src: str, dst: str, only: tuple[str, ...]) -> None:
             def progress(namespace: str, versions: int) -> None:
                 log.info("copying %s: %d versions", namespace, versions)
 
-            result = copy_store(source, target, list(only) or None, progress=progress)
+            result = copy_store(source, target, list(only) or None, progress=progress, timezone=state().timezone)
         finally:
             target.close()
     finally:
@@ -56,6 +56,7 @@ def copy_cmd(src: str, dst: str, only: tuple[str, ...]) -> None:
             ("from", source.url), ("to", target.url), ("namespaces", ", ".join(result.namespaces) or "none"),
             ("entities", str(result.entities)), ("predicates", str(result.predicates)),
             ("facts", str(result.facts)), ("versions", str(result.versions)), ("sources", str(result.sources)),
+            ("episodes", str(result.episodes)), ("vectors", str(result.vectors)),
         ]))
 
     emit(data, human)

@@ -481,6 +481,9 @@ class EvidenceMixin:
         if cfg.lexical_weight > 0:
             match = fts_query(query)
             if match is not None:
+                prune = getattr(self._store, "prune_common_terms", None)
+                if prune is not None and cfg.lexical_df_cap > 0:
+                    match = prune(match, cfg.lexical_df_cap)
                 lexical = self._es.lexical_search(match, f, pool, cfg.bm25_weights)
         dense: list[tuple[int, float]] = []
         emb = self.embedder if cfg.dense_weight > 0 else None
@@ -494,7 +497,12 @@ class EvidenceMixin:
                 if slot.size:
                     qvec = emb.embed([query], "query")[0]
                     superseded = self._es.superseded_episodes(self._ns) if f.not_superseded_at else []
-                    dense = cache.search(slot, qvec, pool, f, superseded, cfg.dense_context)
+                    got = None
+                    if slot.size >= cfg.ann_threshold:
+                        got = cache.ann_search(slot, qvec, pool, f, superseded, cfg.dense_context,
+                                               getattr(self._store, "path", None), (self._ns, model[0]))
+                    dense = got if got is not None else cache.search(slot, qvec, pool, f, superseded,
+                                                                     cfg.dense_context)
         return self._fuse(query, lexical, dense, cfg, at_us, k, view)
 
     def _fuse(self, query: str, lexical: list[tuple[int, float]], dense: list[tuple[int, float]],

@@ -142,6 +142,11 @@ class SearchConfig:
     * ``lexical_weight`` / ``dense_weight``: weights of the two ranked lists in
       reciprocal-rank fusion (0 switches a list off); ``rrf_k``: RRF's constant.
     * ``bm25_weights``: FTS5 column weights (text, speaker, context, neighbours).
+    * ``lexical_df_cap``: on large stores, query terms found in more than this
+      many episodes are left out of the BM25 query (the rarest term always
+      stays); 0 keeps every term.
+    * ``ann_threshold``: from this many vectors on, dense search uses the HNSW
+      cache (with the optional ``hnswlib``) instead of the exact product.
     * ``dense_context``: weight of the neighbouring turns (same session) mixed
       into each stored vector at search time (0: the turn alone).
     * ``pool``: candidates taken from each list before fusion.
@@ -160,6 +165,8 @@ class SearchConfig:
     bm25_weights: tuple[float, float, float, float] = (1.0, 0.5, 0.3, 0.4)
     pool: int = 100
     dense_context: float = 0.5
+    ann_threshold: int = 50_000
+    lexical_df_cap: int = 50_000
     time_weight: float = 0.0
     time_half_life_days: float = 30.0
     mention_weight: float = 0.004

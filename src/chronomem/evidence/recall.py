@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from ..errors import InvalidInputError
 from ..models import Fact
 from ..normalize import normalize_key
+from .lexical import STOPWORDS
 from .models import Hit, Recall, RecallItem
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -39,8 +40,9 @@ def _ngrams(words: list[str]) -> list[str]:
 
 def _find_entities(mem: "Memory", question: str) -> tuple[list[str], list[str]]:
     """Entities named in the question (exact name or alias, longest first) and
-    fuzzy candidates (names containing a capitalised word), never picked."""
-    words = _WORD.findall(question)
+    fuzzy candidates (names sharing the first four letters of a capitalised
+    word the exact match did not explain), never picked."""
+    words = [re.sub(r"['’]s$", "", w) for w in _WORD.findall(question)]
     names: list[str] = []
     covered: set[int] = set()
     for gram in _ngrams(words):
@@ -58,15 +60,21 @@ def _find_entities(mem: "Memory", question: str) -> tuple[list[str], list[str]]:
     candidates: list[str] = []
     lowered = {n.casefold() for n in names}
     for w in words:
-        if len(w) < 3 or not w[0].isupper() or any(w.casefold() in n for n in lowered):
+        if (len(w) < 4 or not w[0].isupper() or w.casefold() in STOPWORDS
+                or any(w.casefold() in n for n in lowered)):
             continue
         try:
             key = normalize_key(w, "name")
         except InvalidInputError:
             continue
-        for rec in mem.store.entities_by_key_substring(mem._ns, key, 5):
-            if rec.name not in names and rec.name not in candidates:
-                candidates.append(rec.name)
+        prefix_lookup = getattr(mem.store, "entity_names_with_prefix", None)
+        if prefix_lookup is not None:
+            found = list(prefix_lookup(mem._ns, key[:4], 5))
+        else:  # a backend without the prefix primitive: substring scan
+            found = [rec.name for rec in mem.store.entities_by_key_substring(mem._ns, key[:4], 5)]
+        for name in found:
+            if name not in names and name not in candidates:
+                candidates.append(name)
     return names, candidates
 
 

@@ -6,11 +6,21 @@ refreshed incrementally: a write bumps the store's episode generation, and the
 next search appends the new rows (or reloads when rows went away). Search is
 exact (one matrix-vector product, ``argpartition``) with the view's filters as
 a boolean mask, so views never need a second index.
+
+Above ``ann_threshold`` vectors, and when the optional ``hnswlib`` is
+installed, an HNSW index answers instead: a cache persisted beside the
+database file (``<db>.ann-<ns>-<model>-<context>.bin``), extended with new rows
+incrementally and rebuilt from the store whenever it does not match it. It
+over-fetches and applies the same filters; a query whose filter leaves too few
+candidates falls back to the exact search.
 """
 
 from __future__ import annotations
 
+import importlib
+import json
 import logging
+import os
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +49,7 @@ class VectorSlot:
     generation: int = -1
     max_rowid: int = 0
     windows: dict[float, Any] | None = None
+    ann: dict[float, "AnnIndex"] | None = None
 
     @property
     def size(self) -> int:
@@ -134,9 +145,43 @@ class VectorCache:
         with self._lock:
             self._slots.clear()
 
+    def ann_search(self, slot: VectorSlot, query: Any, k: int, f: EpisodeFilter,
+                   superseded: list[tuple[int, int]], context: float, path: str | None,
+                   key: tuple[int, int]) -> list[tuple[int, float]] | None:
+        """The approximate top-``k`` (or ``None`` when the exact search must answer)."""
+        if f.session is not None or f.since is not None or f.until is not None:
+            return None  # selective filters: exact search is both right and fast enough
+        hnsw = _hnswlib()
+        if hnsw is None:
+            return None
+        np = self._np
+        with self._lock:
+            indexes = slot.ann if slot.ann is not None else {}
+            slot.ann = indexes
+            index = indexes.get(context)
+            if index is None:
+                index = AnnIndex(hnsw, slot.dim, _ann_path(path, key, context))
+                indexes[context] = index
+        matrix = self.matrix(slot, context)
+        index.sync(slot, matrix)
+        gone = {rowid for rowid, at in superseded if f.not_superseded_at is not None and at <= f.not_superseded_at}
+        fetch = min(slot.size, k + len(gone) + 16)
+        positions, sims = index.query(np.asarray(query, dtype=np.float32).reshape(1, -1), fetch)
+        out: list[tuple[int, float]] = []
+        for pos, sim in zip(positions, sims):
+            rowid = int(slot.rowids[pos])
+            if rowid in gone or (f.recorded_by is not None and int(slot.recorded[pos]) > f.recorded_by):
+                continue
+            out.append((rowid, float(sim)))
+            if len(out) == k:
+                break
+        if len(out) < min(k, slot.size - len(gone)) and f.recorded_by is not None:
+            return None  # the view filtered out too much: be exact
+        return out
+
     def search(self, slot: VectorSlot, query: Any, k: int, f: EpisodeFilter,
                superseded: list[tuple[int, int]], context: float = 0.0) -> list[tuple[int, float]]:
-        """``(rowid, cosine)`` best first, among the rows ``f`` allows."""
+        """``(rowid, cosine)`` best first, among the rows ``f`` allows (exact)."""
         np = self._np
         if slot.size == 0 or k <= 0:
             return []
@@ -169,3 +214,95 @@ class VectorCache:
         top = top[np.argsort(-scores[top], kind="stable")]
         return [(int(slot.rowids[i]), float(scores[i])) for i in top if scores[i] > -np.inf]
 
+
+
+def _hnswlib() -> Any:
+    try:
+        return importlib.import_module("hnswlib")
+    except ModuleNotFoundError:
+        return None
+
+
+def _ann_path(db_path: str | None, key: tuple[int, int], context: float) -> str | None:
+    if not db_path or db_path == ":memory:":
+        return None
+    return f"{db_path}.ann-{key[0]}-{key[1]}-{context:g}.bin"
+
+
+class AnnIndex:
+    """An HNSW index over one slot's search matrix, labels = array positions.
+
+    A cache: its sidecar JSON records how many rows (and the last rowid) it
+    holds; anything that does not match the store is rebuilt from it.
+    """
+
+    M = 16
+    EF_CONSTRUCTION = 100
+    EF_SEARCH = 400
+
+    def __init__(self, hnsw: Any, dim: int, path: str | None) -> None:
+        self._hnsw = hnsw
+        self.dim = dim
+        self.path = path
+        self.index: Any = None
+        self.count = 0
+        self.max_rowid = 0
+        self._lock = threading.Lock()
+        self._load()
+
+    def _load(self) -> None:
+        if self.path is None or not os.path.exists(self.path) or not os.path.exists(self.path + ".json"):
+            return
+        try:
+            with open(self.path + ".json", encoding="utf-8") as fh:
+                meta = json.load(fh)
+            index = self._hnsw.Index(space="ip", dim=self.dim)
+            index.load_index(self.path, max_elements=int(meta["count"]))
+            self.index, self.count, self.max_rowid = index, int(meta["count"]), int(meta["max_rowid"])
+        except (OSError, ValueError, KeyError, RuntimeError) as exc:
+            log.warning("ANN cache %s unusable (%s); it will be rebuilt", self.path, exc)
+            self.index, self.count, self.max_rowid = None, 0, 0
+
+    def _save(self) -> None:
+        if self.path is None or self.index is None:
+            return
+        tmp = self.path + ".tmp"
+        self.index.save_index(tmp)
+        os.replace(tmp, self.path)
+        with open(self.path + ".json", "w", encoding="utf-8") as fh:
+            json.dump({"count": self.count, "max_rowid": self.max_rowid}, fh)
+
+    def sync(self, slot: VectorSlot, matrix: Any) -> None:
+        """Bring the index up to the slot: add new rows (and re-add the row
+        before the first new one, whose context vector changed), or rebuild."""
+        with self._lock:
+            n = slot.size
+            consistent = (
+                self.index is not None and self.count <= n
+                and (self.count == 0 or int(slot.rowids[self.count - 1]) == self.max_rowid)
+            )
+            if not consistent:
+                log.info("building ANN index over %d vectors", n)
+                index = self._hnsw.Index(space="ip", dim=self.dim)
+                index.init_index(max_elements=max(n, 1), ef_construction=self.EF_CONSTRUCTION, M=self.M)
+                index.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+                self.index, self.count = index, 0
+            if self.count == n:
+                return
+            assert self.index is not None
+            if n > self.index.get_max_elements():
+                self.index.resize_index(max(n, int(self.index.get_max_elements() * 1.5)))
+            start = max(0, self.count - 1)
+            np_ = importlib.import_module("numpy")
+            labels = np_.arange(start, n)
+            self.index.add_items(matrix[start:n], labels)
+            self.count = n
+            self.max_rowid = int(slot.rowids[n - 1])
+            self._save()
+
+    def query(self, q: Any, k: int) -> tuple[list[int], list[float]]:
+        with self._lock:
+            assert self.index is not None
+            self.index.set_ef(max(self.EF_SEARCH, k + 10))
+            labels, dists = self.index.knn_query(q, k=k)
+        return [int(x) for x in labels[0]], [1.0 - float(d) for d in dists[0]]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import Annotated, Any, Callable, Literal, TypeVar
+from typing import Annotated, Any, Callable, Literal, Protocol, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
@@ -37,7 +37,7 @@ from .results import (
 )
 from .timephrase import ResolvedTime, resolve_time
 
-__all__ = ["WRAPS", "register"]
+__all__ = ["WRAPS", "make_tool", "register"]
 
 log = logging.getLogger("chronomem.mcp")
 
@@ -166,8 +166,15 @@ def _guarded(name: str, fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def register(server: MCPServer[Any], mem: Memory) -> None:
-    """Register the fact tools on ``server``, bound to ``mem``."""
+class _ToolDeco(Protocol):
+    def __call__(self, name: str, title: str, *, read_only: bool, idempotent: bool = False,
+                 destructive: bool = False) -> Callable[[F], F]: ...
+
+
+def make_tool(server: MCPServer[Any]) -> _ToolDeco:
+    """A decorator registering a tool function on ``server`` with its
+    annotations, its docstring as description and :class:`ChronomemError`
+    turned into one-sentence tool errors. Shared by every tool group."""
 
     def tool(name: str, title: str, *, read_only: bool, idempotent: bool = False,
              destructive: bool = False) -> Callable[[F], F]:
@@ -182,6 +189,13 @@ def register(server: MCPServer[Any], mem: Memory) -> None:
             return fn
 
         return deco
+
+    return tool
+
+
+def register(server: MCPServer[Any], mem: Memory) -> None:
+    """Register the fact tools on ``server``, bound to ``mem``."""
+    tool = make_tool(server)
 
     @tool("fact_add", "Record a fact", read_only=False, idempotent=True)
     def fact_add(

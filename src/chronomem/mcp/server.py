@@ -26,56 +26,91 @@ from starlette.types import Receive, Scope, Send
 from .. import __version__
 from ..errors import ChronomemError
 from ..memory import Memory
-from . import fact_tools
+from . import evidence_tools, fact_tools
 from .results import error_result, error_text
 
-__all__ = ["INSTRUCTIONS", "TOOL_GROUPS", "McpHttpApp", "build_http_app", "build_server", "run_stdio"]
+__all__ = ["INSTRUCTIONS", "TOOL_GROUPS", "McpHttpApp", "build_http_app", "build_server", "run_stdio", "tool_extras",
+           "tool_wraps"]
 
 log = logging.getLogger("chronomem.mcp")
 
 INSTRUCTIONS = """\
-chronomem is your long-term, time-aware memory of facts (subject -predicate-> object, each with the interval it \
-was true in the world). Protocol:
-1. Before answering about past decisions, people, or project state, call `facts` (filter by subject; use `as_of` \
-for "at that time", e.g. as_of="last March") and base the answer on what it returns.
+chronomem is your long-term, time-aware memory: facts (subject -predicate-> object, each with the interval it was \
+true in the world) and the evidence they came from (episodes: conversation turns, notes, decisions, verbatim). \
+Protocol:
+1. Before answering anything about past decisions, people or project state, call `recall` with the question \
+(use `at` for "at that time", e.g. at="last March") and base the answer on what it returns. Use `facts` for an \
+exact listing and `search` to dig for specific evidence.
 2. When you learn a stable fact (a role, an owner, a decision, a preference, a location), record it with \
-`fact_add`, with `valid_from` when you know when it became true ("2024-03", "yesterday").
-3. When something changes, `fact_add` the new value. Single-valued predicates (declare them once with \
-`predicate_define`, cardinality "one") close the old value automatically. If a fact simply stopped being true, \
-call `fact_invalidate`. If a record was wrong, `fact_correct` it; if it was never true, `fact_retract` it.
-4. Cite facts by their id (the [bracketed] value at the end of each line) and pass `source` / `episode_id` when \
-recording, so evidence can be traced.
+`fact_add`, with `valid_from` when you know when it became true ("2024-03", "yesterday"); or call `remember` to \
+store the evidence text together with the facts it states (each fact then cites the episode).
+3. When something changes, `fact_add` the new value or `fact_invalidate` the old one. Single-valued predicates \
+(declare them once with `predicate_define`, cardinality "one") close the old value automatically. If a record was \
+wrong, `fact_correct` it; if it was never true, `fact_retract` it.
+4. Cite facts and evidence by id (the [bracketed] value at the end of each line), e.g. "Bob leads platform \
+[01JD...]".
 Times accept ISO dates ("2024-03-05", "2024-03") and phrases ("today", "3 days ago", "last week"); the resolved \
 value is echoed back."""
 
 ToolGroup = Callable[[MCPServer[Any], Memory], None]
 
-#: Tool groups registered by :func:`build_server`, in order. The evidence
-#: memory feature adds its ``register`` (``remember``, ``recall``, ``search``)
-#: here; its ``WRAPS`` table joins :func:`tool_wraps`.
-TOOL_GROUPS: list[ToolGroup] = [fact_tools.register]
+#: Tool groups registered by :func:`build_server`, in order: the fact tools,
+#: then the evidence tools (``remember``, ``recall``, ``search``).
+TOOL_GROUPS: list[ToolGroup] = [fact_tools.register, evidence_tools.register]
 
 
 def tool_wraps() -> dict[str, tuple[str, frozenset[str]]]:
     """Every tool -> (the ``Memory`` method it wraps, method params it omits)."""
-    return dict(fact_tools.WRAPS)
+    return {**fact_tools.WRAPS, **evidence_tools.WRAPS}
+
+
+def tool_extras() -> dict[str, frozenset[str]]:
+    """Tool -> its parameters that the wrapped ``Memory`` method does not have
+    (``remember``'s ``facts`` go to ``add_facts``)."""
+    return dict(evidence_tools.EXTRAS)
+
+
+def _loc_name(loc: Sequence[Any]) -> str:
+    """``("facts", 0, "object", "str")`` -> ``facts[0].object`` (the pydantic
+    union-branch tags such as ``str`` are dropped)."""
+    if not loc:
+        return "arguments"
+    out = str(loc[0]).removeprefix("field_")
+    for part in loc[1:]:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif str(part) in _TYPE_TAGS or "[" in str(part):
+            break
+        else:
+            out += f".{part}"
+    return out
+
+
+_TYPE_TAGS = frozenset({"str", "int", "float", "bool", "none", "list", "dict", "literal"})
+
+
+def _short_repr(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def _describe_validation(tool: str, exc: ValidationError) -> str:
     by_arg: dict[str, list[dict[str, Any]]] = {}
     for err in exc.errors():
-        loc = [str(p) for p in err.get("loc", ())]
-        arg = loc[0].removeprefix("field_") if loc else "arguments"
+        arg = _loc_name(err.get("loc", ()))
         by_arg.setdefault(arg, []).append(dict(err))
     parts = []
     for arg, errs in by_arg.items():
         first = errs[0]
+        got = _short_repr(first.get("input"))
         if first.get("type") == "missing":
             parts.append(f"missing required argument {arg!r}")
+        elif first.get("type") == "extra_forbidden":
+            parts.append(f"unknown argument {arg!r}")
         elif len(errs) > 1:
-            parts.append(f"argument {arg!r} has a type the schema does not allow (got {first.get('input')!r})")
+            parts.append(f"argument {arg!r} has a type the schema does not allow (got {got})")
         else:
-            parts.append(f"argument {arg!r}: {first.get('msg', 'invalid value')} (got {first.get('input')!r})")
+            parts.append(f"argument {arg!r}: {first.get('msg', 'invalid value')} (got {got})")
     return f"{tool} failed: {'; '.join(parts)}; fix the arguments to match the tool's input schema and call again."
 
 

@@ -26,12 +26,12 @@ import logging
 import re
 import threading
 from contextlib import contextmanager, nullcontext
-from typing import Any, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..errors import MissingExtraError, SchemaVersionError, StoreError
 from ..timeutil import MAX_US, SystemClock, to_us
-from .base import READ_COLUMNS, EntityRecord, FactQuery, PredicateRecord, Row
+from .base import READ_COLUMNS, EntityRecord, EpisodeStore, FactQuery, PredicateRecord, Row
 from .migrations import load_migrations
 from .postgres_episodes import PgEpisodeStoreMixin
 from .postgres_tx import RAW_COLS, PgTx
@@ -281,18 +281,20 @@ class PostgresStore(PgEpisodeStoreMixin):
             except BaseException:
                 self._clear_caches()
                 self._names_version = -1
-                self._rollback(conn)
+                self._rollback(conn, unlock=True)
                 raise
             finally:
                 self._local.conn = None
                 self._local.tx = None
 
-    def _rollback(self, conn: Any) -> None:
-        if conn.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE:
-            try:
+    def _rollback(self, conn: Any, unlock: bool = False) -> None:
+        try:
+            if conn.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE:
                 conn.execute("ROLLBACK")
-            except self._psycopg.Error:  # pragma: no cover - broken connection: the pool discards it
-                log.debug("rollback failed", exc_info=True)
+            if unlock:
+                conn.execute("SELECT pg_advisory_unlock_all()")  # the write lock is a session lock
+        except self._psycopg.Error:  # pragma: no cover - broken connection: the pool discards it
+            log.debug("rollback failed", exc_info=True)
 
     def _clear_caches(self) -> None:
         self._entity_cache.clear()
@@ -381,7 +383,9 @@ class PostgresStore(PgEpisodeStoreMixin):
 
     def entities(self, ns_id: int) -> list[EntityRecord]:
         with self._conn() as conn:
-            rows = conn.execute(f"SELECT {_ENTITY_COLS} FROM entities e WHERE e.ns_id = %s ORDER BY e.id", (ns_id,)).fetchall()
+            rows = conn.execute(
+                f"SELECT {_ENTITY_COLS} FROM entities e WHERE e.ns_id = %s ORDER BY e.id", (ns_id,)
+            ).fetchall()
             return self._entity_records(rows)
 
     def entity_keys(self, ns_id: int) -> list[tuple[str, int, str | None]]:
@@ -633,3 +637,8 @@ def _in(column: str, values: Sequence[Any], params: list[Any]) -> str:
         return f"{column} = %s"
     params.append(list(values))
     return f"{column} = ANY(%s)"
+
+
+if TYPE_CHECKING:  # pragma: no cover - mypy checks the store against both protocols
+    def _is_episode_store(store: PostgresStore) -> EpisodeStore:
+        return store

@@ -356,6 +356,22 @@ class PgEpisodeStoreMixin:
                 )
             ]
 
+    def entity_names_with_prefix(self, ns_id: int, prefix: str, limit: int) -> list[str]:
+        """Names of entities with a name key (or alias) starting with ``prefix``
+        (an index range scan, for fuzzy candidates)."""
+        if not prefix:
+            return []
+        hi = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        with self._conn() as conn:
+            return [
+                str(n)
+                for (n,) in conn.execute(
+                    "SELECT DISTINCT e.name FROM entity_keys k JOIN entities e ON e.id = k.entity_id "
+                    "WHERE k.ns_id = %s AND k.key >= %s AND k.key < %s LIMIT %s",
+                    (ns_id, prefix, hi, limit),
+                )
+            ]
+
     def episode_generation(self) -> int:
         with self._conn() as conn:
             r = conn.execute("SELECT value FROM meta WHERE key = 'episode_generation'").fetchone()

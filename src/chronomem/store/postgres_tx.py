@@ -40,6 +40,8 @@ _COPY_MIN = 64
 # name-lookup misses in one transaction that switch it to bulk mode
 _BULK_MISSES = 64
 _ID_BLOCK = 1000
+# at most this many believed versions are read at once in bulk mode
+_PREFETCH_MAX = 500_000
 
 
 def _bump_names(conn: "psycopg.Connection[Any]") -> None:
@@ -65,6 +67,12 @@ class PgTx(PgEpisodeTxMixin):
         # sources): sent in one pipelined batch with the next statement that
         # needs a result, or with COMMIT
         self._queued: list[tuple[str, Sequence[Any]]] = []
+        # bulk mode for believed versions (see believed_rows)
+        self._believed_queries = 0
+        self._prefetch_tried = False
+        self._prefetched: dict[tuple[int, int], list[Row]] = {}
+        self._prefetch_subjects: set[int] = set()
+        self._served: set[tuple[int, int]] = set()
         self._free_ids: list[int] = []
         self._new_entities: set[int] = set()
         # believed versions loaded in this transaction, per (subject, predicate):
@@ -87,7 +95,11 @@ class PgTx(PgEpisodeTxMixin):
     def _send_queued(self, *, commit: bool = False) -> None:
         queued, self._queued = self._queued, []
         if commit:
-            queued.append(("COMMIT", ()))
+            # commit (asynchronously), release the write lock, then wait for
+            # the WAL flush with an empty synchronous transaction: one round
+            # trip, and the lock is not held during the flush
+            queued += [("COMMIT", ()), ("SELECT chronomem_end_write()", ()),
+                       ("BEGIN", ()), ("SELECT pg_current_xact_id()", ()), ("COMMIT", ())]
         if len(queued) == 1:
             self._conn.execute(queued[0][0], queued[0][1] or None)
             return
@@ -255,12 +267,44 @@ class PgTx(PgEpisodeTxMixin):
     def _rows(self, sql: str, params: Sequence[Any]) -> list[Row]:
         return [Row(*r) for r in self.conn.execute(sql, params)]
 
-    def believed_rows(self, subject_id: int, predicate_id: int) -> list[Row]:
+    def _prefetch_believed(self, subject_id: int) -> None:
+        """Bulk mode: read every believed version of the subject's namespace
+        at once (under the write lock nothing else changes them), unless the
+        namespace holds more than ``_PREFETCH_MAX`` of them."""
+        self._prefetch_tried = True
+        row = self.conn.execute("SELECT ns_id FROM entities WHERE id = %s", (subject_id,)).fetchone()
+        if row is None:
+            return
         rows = self._rows(
-            f"SELECT {RAW_COLS} FROM facts WHERE subject_id = %s AND system_to = {MAX_US} AND predicate_id = %s",
-            (subject_id, predicate_id),
+            f"SELECT {RAW_COLS} FROM facts WHERE ns_id = %s AND system_to = {MAX_US} LIMIT %s",
+            (row[0], _PREFETCH_MAX + 1),
         )
+        if len(rows) > _PREFETCH_MAX:
+            return
+        by_group: dict[tuple[int, int], list[Row]] = {}
+        for r in rows:
+            by_group.setdefault((r.subject_id, r.predicate_id), []).append(r)
+        self._prefetched = by_group
+        self._prefetch_subjects = {
+            int(i) for (i,) in self.conn.execute("SELECT id FROM entities WHERE ns_id = %s", (row[0],))
+        }
+
+    def believed_rows(self, subject_id: int, predicate_id: int) -> list[Row]:
         group = (subject_id, predicate_id)
+        if subject_id in self._prefetch_subjects and group not in self._served:
+            rows = self._prefetched.pop(group, [])
+        else:
+            if group not in self._served:
+                self._believed_queries += 1
+                if self._believed_queries == _BULK_MISSES and not self._prefetch_tried:
+                    self._prefetch_believed(subject_id)
+                    if subject_id in self._prefetch_subjects:
+                        return self.believed_rows(subject_id, predicate_id)
+            rows = self._rows(
+                f"SELECT {RAW_COLS} FROM facts WHERE subject_id = %s AND system_to = {MAX_US} AND predicate_id = %s",
+                (subject_id, predicate_id),
+            )
+        self._served.add(group)
         loaded = self._loaded.setdefault(group, {})
         for r in rows:
             assert r.rowid is not None

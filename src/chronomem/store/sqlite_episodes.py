@@ -162,6 +162,47 @@ class EpisodeStoreMixin:
 
     _con: sqlite3.Connection
     _lock: threading.RLock
+    _df_cache: dict[str, tuple[int, int]]
+
+    def prune_common_terms(self, match: str, cap: int) -> str:
+        """Drop from an OR-query (as built by ``fts_query``) the terms that
+        occur in more than ``cap`` episodes, keeping at least the rarest one.
+        Scoring every episode that contains a very common term is what makes
+        BM25 slow on large stores, and such terms barely move BM25 anyway.
+        Document frequencies come from ``fts5vocab`` (cached per term)."""
+        terms = [t[1:-1].replace('""', '"') for t in match.split(" OR ")]
+        if len(terms) < 2 or cap <= 0:
+            return match
+        with self._lock:
+            con = self._con
+            if not hasattr(self, "_df_cache"):
+                con.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.ev_vocab USING fts5vocab(main, 'episodes_fts', 'row')")
+                con.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.ev_qtok USING "
+                            "fts5(body, tokenize = 'porter unicode61 remove_diacritics 2')")
+                con.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.ev_qtok_v USING fts5vocab(temp, 'ev_qtok', 'instance')")
+                self._df_cache = {}
+            gen_row = con.execute("SELECT value FROM meta WHERE key = 'episode_generation'").fetchone()
+            gen = int(gen_row[0]) if gen_row else 0
+            con.executemany("INSERT INTO temp.ev_qtok (rowid, body) VALUES (?, ?)",
+                            [(i + 1, t) for i, t in enumerate(terms)])
+            tokens = con.execute("SELECT doc, term FROM temp.ev_qtok_v").fetchall()
+            con.execute("DELETE FROM temp.ev_qtok")
+            df: dict[int, int] = {}
+            for doc, token in tokens:
+                cached = self._df_cache.get(token)
+                if cached is not None and (cached[1] == gen or (cached[0] < cap // 2 and gen - cached[1] < 1000)):
+                    n = cached[0]
+                else:
+                    row = con.execute("SELECT doc FROM temp.ev_vocab WHERE term = ?", (token,)).fetchone()
+                    n = int(row[0]) if row else 0
+                    self._df_cache[token] = (n, gen)
+                df[int(doc)] = max(df.get(int(doc), 0), n)
+        keep = [t for i, t in enumerate(terms) if df.get(i + 1, 0) <= cap]
+        if not keep:
+            keep = [terms[min(range(len(terms)), key=lambda i: df.get(i + 1, 0))]]
+        if len(keep) == len(terms):
+            return match
+        return " OR ".join('"' + t.replace('"', '""') + '"' for t in keep)
 
     def episode_by_id(self, episode_id: str) -> EpisodeRecord | None:
         with self._lock:
@@ -208,19 +249,45 @@ class EpisodeStoreMixin:
 
     def lexical_search(self, match: str, f: EpisodeFilter, limit: int,
                        weights: tuple[float, float, float, float]) -> list[tuple[int, float]]:
-        """``(rowid, score)`` best first; score is ``-bm25`` (higher is better)."""
-        where, params = _where(f)
-        sql = (
-            "SELECT e.rowid, bm25(episodes_fts, ?, ?, ?, ?) AS s FROM episodes_fts "
-            "JOIN episodes e ON e.rowid = episodes_fts.rowid "
-            f"WHERE episodes_fts MATCH ? AND {' AND '.join(where)} ORDER BY s LIMIT ?"
+        """``(rowid, score)`` best first; score is ``-bm25`` (higher is better).
+
+        Fast path: rank the FTS matches alone (FTS5 keeps only the best rows)
+        with some headroom, then apply the filter to those rows; only when the
+        filter removed too many does the joined (filter-first) query run."""
+        fast = (
+            "SELECT rowid, bm25(episodes_fts, ?, ?, ?, ?) AS s FROM episodes_fts "
+            "WHERE episodes_fts MATCH ? ORDER BY s LIMIT ?"
         )
+        headroom = limit * 2
         with self._lock:
             try:
-                rows = self._con.execute(sql, [*weights, match, *params, limit]).fetchall()
+                rows = self._con.execute(fast, [*weights, match, headroom]).fetchall()
+                if not rows:
+                    return []
+                ids = [int(r[0]) for r in rows]
+                where, params = _where(f)
+                allowed: set[int] = set()
+                for start in range(0, len(ids), 500):
+                    chunk = ids[start:start + 500]
+                    allowed.update(
+                        int(x) for (x,) in self._con.execute(
+                            f"SELECT e.rowid FROM episodes e NOT INDEXED WHERE {_in('e.rowid', len(chunk))} AND "
+                            + " AND ".join(where),
+                            [*chunk, *params],
+                        )
+                    )
+                kept = [(int(r[0]), -float(r[1])) for r in rows if int(r[0]) in allowed]
+                if len(kept) >= limit or len(rows) < headroom:
+                    return kept[:limit]
+                sql = (
+                    "SELECT e.rowid, bm25(episodes_fts, ?, ?, ?, ?) AS s FROM episodes_fts "
+                    "JOIN episodes e ON e.rowid = episodes_fts.rowid "
+                    f"WHERE episodes_fts MATCH ? AND {' AND '.join(where)} ORDER BY s LIMIT ?"
+                )
+                full = self._con.execute(sql, [*weights, match, *params, limit]).fetchall()
             except sqlite3.OperationalError as exc:  # a malformed MATCH is a bug in the escaping
                 raise InvalidInputError(f"cannot run the lexical query {match!r}: {exc}") from None
-        return [(int(r[0]), -float(r[1])) for r in rows]
+        return [(int(r[0]), -float(r[1])) for r in full]
 
     def embedding_model(self, name: str) -> tuple[int, int] | None:
         with self._lock:
@@ -304,6 +371,22 @@ class EpisodeStoreMixin:
                     )
                 ]
         return out
+
+    def entity_names_with_prefix(self, ns_id: int, prefix: str, limit: int) -> list[str]:
+        """Names of entities with a name key (or alias) starting with ``prefix``
+        (an index range scan, for fuzzy candidates)."""
+        if not prefix:
+            return []
+        hi = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        with self._lock:
+            return [
+                str(n)
+                for (n,) in self._con.execute(
+                    "SELECT DISTINCT e.name FROM entity_keys k JOIN entities e ON e.id = k.entity_id "
+                    "WHERE k.ns_id = ? AND k.key >= ? AND k.key < ? LIMIT ?",
+                    (ns_id, prefix, hi, limit),
+                )
+            ]
 
     def episode_generation(self) -> int:
         with self._lock:

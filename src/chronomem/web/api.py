@@ -1,5 +1,6 @@
 """The JSON API under ``/api``: reads (facts, entities, timelines, diffs,
-conflicts) and the four fact writes. Every handler runs the blocking memory
+conflicts, evidence search, episodes), the four fact writes and adding an
+episode. Every handler runs the blocking memory
 call in a worker thread and answers JSON; errors go through
 :func:`chronomem.web.errors.error_response`."""
 
@@ -15,7 +16,7 @@ from starlette.routing import Route
 
 from ..errors import FactNotFoundError, InvalidInputError, InvalidIntervalError
 from ..memory import Memory
-from . import data
+from . import data, evidence
 from .openapi import openapi_document
 
 __all__ = ["api_routes"]
@@ -24,6 +25,7 @@ __all__ = ["api_routes"]
 DEFAULT_LIMIT = 1000
 MAX_LIMIT = 100_000
 
+_EPISODE_FIELDS = frozenset({"text", "occurred_at", "recorded_at", "source", "session", "speaker", "metadata"})
 _ADD_FIELDS = frozenset({"subject", "predicate", "object", "valid_from", "valid_to", "confidence", "source",
                          "episode_id", "properties", "supersede", "literal"})
 
@@ -161,6 +163,28 @@ def api_routes(mem: Memory) -> list[Route]:
         fact = await run_in_threadpool(lambda: mem.retract(fact_id, reason))
         return JSONResponse({"fact": fact.to_dict()})
 
+    async def get_search(request: Request) -> Response:
+        q = request.query_params
+        return JSONResponse(await run_in_threadpool(
+            lambda: evidence.search_view(mem, q.get("q"), q.get("view"), q.get("at"), q.get("k"),
+                                         require_query=True)))
+
+    async def get_episode(request: Request) -> Response:
+        episode_id = request.path_params["episode_id"]
+        return JSONResponse(await run_in_threadpool(lambda: evidence.episode_view(mem, episode_id)))
+
+    async def post_episode(request: Request) -> Response:
+        body = await _body(request)
+        _only(body, set(_EPISODE_FIELDS), "POST /api/episodes")
+        if "text" not in body:
+            raise InvalidInputError("an episode needs 'text'")
+        for name in ("occurred_at", "recorded_at"):
+            if body.get(name) is not None and not isinstance(body[name], str):
+                raise InvalidInputError(f"{name} must be an ISO 8601 string, not {type(body[name]).__name__}")
+        text = body.pop("text")
+        episode = await run_in_threadpool(lambda: mem.add_episode(text, **body))
+        return JSONResponse({"episode": episode.to_dict()}, status_code=201)
+
     async def get_openapi(request: Request) -> Response:
         return JSONResponse(openapi_document())
 
@@ -175,4 +199,7 @@ def api_routes(mem: Memory) -> list[Route]:
         Route("/api/timeline/{name:path}", get_timeline, methods=["GET"]),
         Route("/api/diff", get_diff, methods=["GET"]),
         Route("/api/conflicts", get_conflicts, methods=["GET"]),
+        Route("/api/search", get_search, methods=["GET"]),
+        Route("/api/episodes", post_episode, methods=["POST"]),
+        Route("/api/episodes/{episode_id}", get_episode, methods=["GET"]),
     ]

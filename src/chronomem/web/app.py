@@ -1,5 +1,5 @@
 """The ASGI app: the read-only web view (``/``, ``/entity/...``, ``/diff``,
-``/conflicts``, each with a ``.json`` twin), the JSON API under ``/api`` and,
+``/conflicts``, ``/search``, ``/episode/...``, each with a ``.json`` twin), the JSON API under ``/api`` and,
 optionally, extra mounted apps (MCP at ``/mcp``), behind bearer-token auth."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ..errors import ChronomemError, InvalidInputError
 from ..memory import Memory
 from ..server import is_loopback
-from . import data, pages
+from . import data, evidence, evidence_pages, pages
 from .api import api_routes
 from .errors import AuthenticationError, ForbiddenError, error_response
 
@@ -84,6 +84,16 @@ def _page_routes(mem: Memory) -> list[BaseRoute]:
     routes += [r for r in pair("/diff", diff, pages.diff_page) if getattr(r, "path", "") == "/diff.json"]
     routes.append(Route("/diff", diff_html, methods=["GET"]))
     routes += pair("/conflicts", conflicts, pages.conflicts_page)
+
+    def search(request: Request) -> Mapping[str, Any]:
+        q = request.query_params
+        return evidence.search_view(mem, q.get("q"), q.get("view"), q.get("at"), q.get("k"))
+
+    def episode(request: Request) -> Mapping[str, Any]:
+        return evidence.episode_view(mem, request.path_params["episode_id"])
+
+    routes += pair("/search", search, evidence_pages.search_page)
+    routes += pair("/episode/{episode_id}", episode, evidence_pages.episode_page)
     return routes
 
 

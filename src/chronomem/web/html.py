@@ -48,7 +48,8 @@ def layout(title: str, body: str, *, json_href: str | None = None, basis_html: s
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>{esc(title)} · chronomem</title><meta name=\"viewport\" content=\"width=device-width\">"
         f"<style>{_CSS}</style></head><body><header><a class=\"brand\" href=\"/\">chronomem</a>"
-        "<a href=\"/\">Home</a><a href=\"/conflicts\">Conflicts</a><a href=\"/diff\">Diff</a>"
+        "<a href=\"/\">Home</a><a href=\"/search\">Evidence</a><a href=\"/conflicts\">Conflicts</a>"
+        "<a href=\"/diff\">Diff</a>"
         "<form action=\"/\" method=\"get\" style=\"margin-left:auto\"><input name=\"q\" placeholder=\"search facts\">"
         "</form></header><main>"
         f"<h1>{esc(title)}</h1>{basis_html}{body}<p class=\"muted\">read-only view{twin}</p></main></body></html>"
@@ -102,7 +103,11 @@ def fact_table(facts: Sequence[Mapping[str, Any]], basis_params: Mapping[str, An
             elif c == "system":
                 cells.append(esc(f"[{f.get('system_from')}, {f.get('system_to') or '…'})"))
             elif c == "id":
-                cells.append(f"<code>{esc(f.get('id'))}</code> v{esc(f.get('version'))}")
+                cell = f"<code>{esc(f.get('id'))}</code> v{esc(f.get('version'))}"
+                if f.get("episode_id"):
+                    ep = str(f["episode_id"])
+                    cell += f' <a class="evidence" href="/episode/{esc(quote(ep, safe=""))}">evidence</a>'
+                cells.append(cell)
             else:
                 cells.append(esc(f.get(c)))
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..evidence.models import MAX_EPISODE_CHARS
+
 __all__ = ["openapi_document"]
 
 
@@ -39,6 +41,25 @@ def _body(schema: dict[str, Any]) -> dict[str, Any]:
 _FACT = {"$ref": "#/components/schemas/Fact"}
 _FACT_RESULT = {"type": "object", "properties": {"fact": _FACT}}
 _TIME = {"type": "string", "description": "ISO 8601 time; partial dates like 2024 or 2024-03 keep their precision"}
+_EPISODE = {"$ref": "#/components/schemas/Episode"}
+_EPISODE_VIEW = {"type": "object", "properties": {
+    "now": {"type": "string"}, "namespace": {"type": "string"}, "episode": _EPISODE,
+    "facts": {"type": "array", "items": {"type": "object", "properties": {
+        "fact": _FACT, "current": {"type": "boolean", "description": "false: the fact has ended (history)"},
+        "ended_at": {"type": ["string", "null"]}, "superseded_by": {"oneOf": [_FACT, {"type": "null"}]}}}},
+    "superseded_by": {"type": ["object", "null"], "description": "the later episode that overrides this one"}}}
+_HIT = {"type": "object", "properties": {
+    "rank": {"type": "integer"}, "episode": _EPISODE, "score": {"type": "number"},
+    "parts": {"type": "object", "description": "why it ranks here: fused, bm25, bm25_rank, dense, dense_rank, time",
+              "properties": {"fused": {"type": "number"}, "bm25": {"type": ["number", "null"]},
+                             "bm25_rank": {"type": ["integer", "null"]}, "dense": {"type": ["number", "null"]},
+                             "dense_rank": {"type": ["integer", "null"]}, "time": {"type": "number"}}},
+    "facts": {"type": "array", "description": "facts the episode supports, each current or history",
+              "items": {"type": "object", "properties": {
+                  "fact": _FACT, "current": {"type": "boolean"}, "line": {"type": "string"},
+                  "ended_at": {"type": ["string", "null"]}, "superseded_by": {"oneOf": [_FACT, {"type": "null"}]}}}},
+    "history": {"type": "boolean", "description": "every fact it supports has ended"},
+    "superseded": {"type": ["object", "null"], "description": "{by, at}: a later episode overrides this one"}}}
 
 
 def openapi_document() -> dict[str, Any]:
@@ -62,6 +83,23 @@ def openapi_document() -> dict[str, Any]:
                     "confidence": {"type": "number"}, "source": {"type": ["string", "null"]},
                     "current": {"type": "boolean"}, "literal": {"type": "boolean"}, "version": {"type": "integer"},
                     "ended_reason": {"type": ["string", "null"]}, "invalidated_by": {"type": ["string", "null"]}}},
+                "Episode": {"type": "object", "properties": {
+                    "id": {"type": "string"}, "text": {"type": "string"},
+                    "occurred_at": {"type": ["string", "null"]}, "recorded_at": {"type": "string"},
+                    "source": {"type": ["string", "null"]}, "session": {"type": ["string", "null"]},
+                    "speaker": {"type": ["string", "null"]}, "metadata": {"type": "object"},
+                    "mentions": {"type": "array", "items": {"type": "object", "properties": {
+                        "phrase": {"type": "string"}, "start": {"type": "string"}, "end": {"type": "string"},
+                        "precision": {"type": "string"}}}},
+                    "fact_ids": {"type": "array", "items": {"type": "string"}},
+                    "superseded_by": {"type": ["string", "null"]}, "superseded_at": {"type": ["string", "null"]},
+                    "erased_at": {"type": ["string", "null"]}, "namespace": {"type": "string"}}},
+                "NewEpisode": {"type": "object", "required": ["text"], "properties": {
+                    "text": {"type": "string", "minLength": 1, "maxLength": MAX_EPISODE_CHARS,
+                             "description": "the evidence verbatim (non-empty, at most "
+                                            f"{MAX_EPISODE_CHARS} characters)"},
+                    "occurred_at": _TIME, "recorded_at": _TIME, "source": {"type": "string"},
+                    "session": {"type": "string"}, "speaker": {"type": "string"}, "metadata": {"type": "object"}}},
                 "NewFact": {"type": "object", "required": ["subject", "predicate", "object"], "properties": {
                     "subject": {"type": "string"}, "predicate": {"type": "string"}, "object": {},
                     "valid_from": _TIME, "valid_to": _TIME, "confidence": {"type": "number"},
@@ -132,6 +170,30 @@ def openapi_document() -> dict[str, Any]:
                 "responses": {"200": _json({"type": "object", "properties": {
                     "added": {"type": "array", "items": _FACT}, "removed": {"type": "array", "items": _FACT},
                     "changed": {"type": "array", "items": {"type": "object"}}}}), **_errors(400)}}},
+            "/api/search": {"get": {
+                "summary": "evidence search (BM25 and dense vectors fused), with score parts and the facts each hit supports",
+                "parameters": [_q("q", "the question or words to search for", required=True),
+                               _q("view", "raw (every episode), as_recorded (recorded by `at`) or as_world (also not "
+                                  "superseded at `at`; default)",
+                                  schema={"type": "string", "enum": ["as_world", "as_recorded", "raw"]}),
+                               _q("at", "the instant the view is taken at (default now)"),
+                               _q("k", "hits returned (1 to 100, default 10)",
+                                  schema={"type": "integer", "minimum": 1, "maximum": 100})],
+                "responses": {"200": _json({"type": "object", "properties": {
+                    "basis": {"type": "object", "description": "view, at, now and k used"},
+                    "query": {"type": "string"}, "count": {"type": "integer"},
+                    "hits": {"type": "array", "items": _HIT}}}), **_errors(400)}}},
+            "/api/episodes": {"post": {
+                "summary": "store one piece of evidence verbatim and index it",
+                "security": [{"bearer": []}],
+                "requestBody": {"required": True, "content": {"application/json": {
+                    "schema": {"$ref": "#/components/schemas/NewEpisode"}}}},
+                "responses": {"201": _json({"type": "object", "properties": {"episode": _EPISODE}}, "created"),
+                              **_errors(400, 401, 403)}}},
+            "/api/episodes/{episode_id}": {"get": {
+                "summary": "one episode with its time mentions, the facts citing it and what superseded it",
+                "parameters": [_p("episode_id", "episode id")],
+                "responses": {"200": _json(_EPISODE_VIEW), **_errors(400, 404)}}},
             "/api/conflicts": {"get": {
                 "summary": "values of one (subject, predicate) valid at the same time",
                 "parameters": [_AS_OF, _KNOWN_AT],

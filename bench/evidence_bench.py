@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""Evidence-memory benchmark: ingest throughput, search and recall latency, RSS.
+
+Run:  .venv/bin/python bench/evidence_bench.py [--sizes 10000,100000,1000000]
+                                               [--facts 1000000] [--queries 200] [--json out.json]
+
+Needs the ``evidence`` extra (and ``hnswlib`` for the ANN path above
+``SearchConfig.ann_threshold``) and ``../shared/data/locomo/locomo_dev.json``.
+
+What is measured
+* Cold start: loading the bundled MiniLM int8 ONNX model; RSS after loading.
+* Ingest: ``add_episodes`` of the 2,960 LoCoMo dev turns (time mentions,
+  embeddings in batches, FTS, one transaction per conversation): episodes/s.
+* Search at N episodes: the corpus is the LoCoMo turns repeated with
+  variations (a variant tag in the text, a different session and date) until
+  N. Embedding 1M texts would take hours on 2 cores, so each variant's vector
+  is its base turn's real MiniLM vector plus 0.35 times another random turn's
+  vector plus Gaussian noise (sigma 0.01 per dimension), re-normalised (so
+  variants are not near-duplicates of each other); rows are written with the
+  store's own write primitives (no time mentions). Queries are the LoCoMo questions; each timing is one full
+  ``Memory.search`` call (query embedding, FTS5 BM25, dense, fusion, views,
+  hydration) in the default ``as_world`` view, p50/p99 over the queries after
+  one warm-up query. At N >= ``ann_threshold`` the dense part is the HNSW
+  cache; its build time and its recall@10 against exact search are reported.
+* Recall: ``Memory.recall`` p50 on the largest corpus <= 100k plus ``--facts``
+  facts about LoCoMo speakers and synthetic entities.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import chronomem
+from chronomem._ids import new_id
+from chronomem.evidence import SearchConfig, default_embedder
+from chronomem.evidence.episodes import index_parts
+from chronomem.evidence.eval import _gold_turns, load_locomo, locomo_episodes
+from chronomem.store.base import EpisodeRecord
+
+LOCOMO = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo" / "locomo_dev.json"
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status", encoding="utf-8") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(q / 100 * (len(s) - 1))))]
+
+
+def build_corpus(mem: chronomem.Memory, base: list[dict[str, Any]], vecs: Any, n: int, model: tuple[str, int],
+                 seed: int = 7) -> float:
+    """Write ``n`` episodes (variants of ``base``) with derived vectors."""
+    rng = np.random.default_rng(seed)
+    store: Any = mem.store
+    t0 = time.perf_counter()
+    written = 0
+    batch = 20_000
+    while written < n:
+        m = min(batch, n - written)
+        with store.write() as tx:
+            model_id = tx.embedding_model_id(*model)
+            recs = []
+            for j in range(m):
+                i = written + j
+                b = base[i % len(base)]
+                variant = i // len(base)
+                text = b["text"] if variant == 0 else f"{b['text']} (v{variant})"
+                occurred = b["occurred_at"].timestamp() * 1e6 + variant * 86_400e6
+                rec = EpisodeRecord(0, new_id(),
+                                    mem._ns, text, int(occurred), 6, tx.now, None,
+                                    f"{b['session']}#{variant}", b["speaker"], None)
+                rowid = tx.insert_episode(rec)
+                recs.append(dataclasses.replace(rec, rowid=rowid))
+            for rec in recs:
+                tx.replace_episode_index(rec.rowid, index_parts(rec, None, None, mem.tz), new=True)
+            idx = np.arange(written, written + m) % len(base)
+            other = rng.integers(0, len(base), size=m)
+            noise = rng.normal(0.0, 0.01, size=(m, vecs.shape[1])).astype(np.float32)
+            mix = (0.35 * vecs[other] + noise) * (np.arange(written, written + m) >= len(base))[:, None]
+            v = vecs[idx] + mix
+            v /= np.linalg.norm(v, axis=1, keepdims=True)
+            tx.put_episode_vectors(model_id, [(r.rowid, mem._ns, v[k].astype(np.float32).tobytes())
+                                              for k, r in enumerate(recs)])
+            tx.bump_episode_generation()
+        written += m
+        print(f"  corpus {written}/{n}", file=sys.stderr, end="\r")
+    print(file=sys.stderr)
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="10000,100000")
+    ap.add_argument("--facts", type=int, default=1_000_000)
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--dir", default=None, help="Where the databases go (default: a temporary directory).")
+    args = ap.parse_args()
+    if not LOCOMO.exists():
+        print(f"skipped: LoCoMo data not found at {LOCOMO} (see ../shared/README.md)")
+        return
+    out: dict[str, Any] = {"machine": {"cpus": os.cpu_count()}}
+    workdir = Path(args.dir or tempfile.mkdtemp(prefix="chronomem-evbench-"))
+    rss0 = rss_mb()
+    t0 = time.perf_counter()
+    emb = default_embedder()
+    emb.embed(["warm up"], "query")
+    out["model"] = {"name": emb.name, "cold_start_s": round(time.perf_counter() - t0, 3),
+                    "rss_before_mb": round(rss0, 1), "rss_with_model_mb": round(rss_mb(), 1)}
+    print("model", out["model"])
+
+    data = load_locomo(LOCOMO)
+    # ingest throughput (real embeddings)
+    mem = chronomem.open(workdir / "ingest.db", namespace="ingest")
+    base: list[dict[str, Any]] = []
+    t0 = time.perf_counter()
+    for conv in data:
+        eps = locomo_episodes(conv)
+        mem.add_episodes(eps)
+        base += eps
+    dt = time.perf_counter() - t0
+    out["ingest"] = {"episodes": len(base), "seconds": round(dt, 2), "episodes_per_s": round(len(base) / dt, 1)}
+    print("ingest", out["ingest"])
+    mem.close()
+    base_vecs = emb.embed([f"{b['speaker']}: {b['text']}" for b in base], "passage")
+    questions = [q["question"] for conv in data for q in conv["qa"] if q.get("question") and _gold_turns(
+        q.get("evidence") or [])][: args.queries]
+
+    out["search"] = {}
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    recall_size = max([s for s in sizes if s <= 100_000] or [sizes[0]])
+    for n in sizes:
+        db = workdir / f"search-{n}.db"
+        mem = chronomem.open(db, namespace="bench")
+        build_s = build_corpus(mem, base, base_vecs, n, (emb.name, emb.dim))
+        res: dict[str, Any] = {"build_s": round(build_s, 1)}
+        t0 = time.perf_counter()
+        mem.search(questions[0])  # warm: loads the vectors (and builds/loads the ANN cache)
+        res["first_search_s"] = round(time.perf_counter() - t0, 2)
+        times = []
+        for q in questions:
+            t0 = time.perf_counter()
+            mem.search(q)
+            times.append((time.perf_counter() - t0) * 1000)
+        res.update({"p50_ms": round(pct(times, 50), 2), "p99_ms": round(pct(times, 99), 2),
+                    "ann": n >= SearchConfig().ann_threshold, "rss_mb": round(rss_mb(), 1)})
+        if res["ann"]:
+            exact = dataclasses.replace(SearchConfig.preset("dense"), ann_threshold=10**12)
+            approx = SearchConfig.preset("dense")
+            overlap = []
+            for q in questions[:50]:
+                a = {h.episode.id for h in mem.search(q, config=approx, view="raw")}
+                e = {h.episode.id for h in mem.search(q, config=exact, view="raw")}
+                overlap.append(len(a & e) / max(1, len(e)))
+            res["ann_recall_at_10_vs_exact"] = round(statistics.mean(overlap), 4)
+        out["search"][str(n)] = res
+        print("search", n, res)
+        if n == recall_size and args.facts:
+            t0 = time.perf_counter()
+            speakers = sorted({b["speaker"] for b in base if b["speaker"]})
+            chunk = 50_000
+            for start in range(0, args.facts, chunk):
+                mem.add_facts([(f"{speakers[i % len(speakers)]}" if i % 10 == 0 else f"entity {i // 7}",
+                                f"rel{i % 50}", f"value {i}", f"20{10 + i % 14}-0{1 + i % 9}")
+                               for i in range(start, min(args.facts, start + chunk))])
+            facts_s = time.perf_counter() - t0
+            rt = []
+            for q in questions:
+                t0 = time.perf_counter()
+                mem.recall(q)
+                rt.append((time.perf_counter() - t0) * 1000)
+            out["recall"] = {"episodes": n, "facts": args.facts, "facts_load_s": round(facts_s, 1),
+                             "p50_ms": round(pct(rt, 50), 2), "p99_ms": round(pct(rt, 99), 2)}
+            print("recall", out["recall"])
+        mem.close()
+    out["rss_peak_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    text = json.dumps(out, indent=2)
+    if args.json == "-":
+        print(text)
+    elif args.json:
+        Path(args.json).write_text(text + "\n", encoding="utf-8")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
