@@ -113,10 +113,11 @@ async def _measure(transport: str, db: Path, url: str | None, calls: int,
             assert not r.is_error
         out["facts"] = _stats(samples)
         await c.call_tool("predicate_define", {"name": "lead", "cardinality": "one"})
+        await c.call_tool("remember", {"text": "warm-up: loads the embedding model"})
         samples = []
         for i in range(episodes):
             team, who = f"team{i % 50}", f"person{i}"
-            args = {"text": f"{who} now leads {team}; the decision was made in the weekly sync about "
+            ep_args: dict[str, Any] = {"text": f"{who} now leads {team}; the decision was made in the weekly sync about "
                             f"project{i % 30} and its {['database', 'frontend', 'billing'][i % 3]} work.",
                     "occurred_at": f"2025-{1 + i % 12:02d}-{1 + i % 28:02d}", "speaker": f"person{i % 7}",
                     "session": f"sync{i % 40}",
@@ -124,7 +125,7 @@ async def _measure(transport: str, db: Path, url: str | None, calls: int,
                                "valid_from": f"2025-{1 + i % 12:02d}"},
                               {"subject": who, "predicate": "works_on", "object": f"project{i % 30}"}]}
             t0 = time.perf_counter()
-            r = await c.call_tool("remember", args)
+            r = await c.call_tool("remember", ep_args)
             samples.append(time.perf_counter() - t0)
             assert not r.is_error, r.content
         out["remember"] = _stats(samples)

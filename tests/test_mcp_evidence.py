@@ -55,8 +55,9 @@ def text(r: CallToolResult) -> str:
 
 def ok(r: CallToolResult) -> dict[str, Any]:
     assert not r.is_error, text(r)
-    assert r.structured_content is not None
-    return r.structured_content
+    data: dict[str, Any] | None = r.structured_content
+    assert data is not None
+    return data
 
 
 def err(r: CallToolResult) -> str:

@@ -2,7 +2,8 @@
 
 Needs the ``mcp`` extra (``pip install 'chronomem[mcp]'``).
 
-- :func:`build_server` -- an ``MCPServer`` bound to one :class:`~chronomem.Memory`
+- :func:`build_server` -- an ``MCPServer`` bound to one :class:`~chronomem.Memory`: the fact tools
+  (:mod:`.fact_tools`) and the evidence tools ``remember``, ``recall``, ``search`` (:mod:`.evidence_tools`)
 - :func:`run_stdio` -- serve over stdio (``chronomem mcp``)
 - :func:`build_http_app` -- streamable-HTTP ASGI app for ``chronomem serve`` (mount at ``/mcp``)
 - :func:`resolve_time` -- ISO dates and relative phrases ("yesterday", "last March")

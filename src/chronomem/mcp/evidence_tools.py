@@ -23,8 +23,17 @@ from ..errors import ChronomemError, InvalidInputError, InvalidIntervalError, In
 from ..evidence.models import MAX_EPISODE_CHARS, Episode, Hit
 from ..memory import Memory
 from ..normalize import normalize_key
-from .fact_tools import _TIME_HELP, Literal_, ObjectValue, Predicate, Properties, Subject, Supersede, _Call, \
-    make_tool
+from .fact_tools import (
+    _TIME_HELP,
+    Literal_,
+    ObjectValue,
+    Predicate,
+    Properties,
+    Subject,
+    Supersede,
+    _Call,
+    make_tool,
+)
 from .results import compact_fact
 
 __all__ = ["EXTRAS", "WRAPS", "RememberFact", "compact_episode", "hit_render", "register"]

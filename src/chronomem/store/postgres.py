@@ -32,6 +32,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from ..errors import MissingExtraError, SchemaVersionError, StoreError
 from ..timeutil import MAX_US, SystemClock, to_us
 from .base import READ_COLUMNS, EntityRecord, EpisodeStore, FactQuery, PredicateRecord, Row
+from ._factsql import compose_fact_sql
 from .migrations import load_migrations
 from .postgres_episodes import PgEpisodeStoreMixin
 from .postgres_tx import RAW_COLS, PgTx
@@ -480,72 +481,7 @@ class PostgresStore(PgEpisodeStoreMixin):
         return self._build_sql(q, _SELECT_READ, "7, 1, 2")
 
     def _build_sql(self, q: FactQuery, head: str, union_order: str) -> tuple[str, list[Any]]:
-        common: list[str] = []
-        cparams: list[Any] = []
-        if not q.all_versions:
-            if q.known_at is None:
-                common.append(f"f.system_to = {MAX_US}")
-            else:
-                common.append("f.system_from <= %s AND f.system_to > %s")
-                cparams += [q.known_at, q.known_at]
-        if q.as_of is not None:
-            common.append("f.valid_from <= %s AND f.valid_to > %s")
-            cparams += [q.as_of, q.as_of]
-        if q.overlap is not None:
-            common.append("f.valid_from < %s AND f.valid_to > %s")
-            cparams += [q.overlap[1], q.overlap[0]]
-        if q.predicate_ids is not None:
-            common.append(_in("f.predicate_id", q.predicate_ids, cparams))
-        if q.fact_ids is not None:
-            common.append(_in("f.fact_id", q.fact_ids, cparams))
-        branches: list[tuple[list[str], list[Any]]] = []
-        if q.subject_ids is None:
-            params: list[Any] = [q.ns_id]
-            where = ["f.ns_id = %s"]
-            if q.object_id is not None:
-                where.append("f.object_id = %s")
-                params.append(q.object_id)
-            if q.object_lit is not None:
-                where.append("f.object_lit = %s")
-                params.append(q.object_lit)
-            branches.append((where, params))
-        else:
-            if q.direction in ("out", "both"):
-                params = []
-                where = [_in("f.subject_id", q.subject_ids, params)]
-                if q.object_id is not None:
-                    where.append("f.object_id = %s")
-                    params.append(q.object_id)
-                if q.object_lit is not None:
-                    where.append("f.object_lit = %s")
-                    params.append(q.object_lit)
-                branches.append((where, params))
-            if q.direction in ("in", "both"):
-                params = []
-                where = [_in("f.object_id", q.subject_ids, params)]
-                if q.object_id is not None:
-                    where.append("f.subject_id = %s")
-                    params.append(q.object_id)
-                if q.direction == "both":
-                    # a self-loop appears once
-                    where.append("NOT (" + _in("f.subject_id", q.subject_ids, params) + ")")
-                if q.object_lit is None:
-                    branches.append((where, params))
-        parts: list[str] = []
-        all_params: list[Any] = []
-        for where, params in branches:
-            parts.append(head + " WHERE " + " AND ".join(where + common))
-            all_params += params + cparams
-        if not parts:
-            return head + " WHERE false", []
-        if len(parts) > 1:
-            sql = "SELECT * FROM (" + " UNION ALL ".join(parts) + f") AS u ORDER BY {union_order}"
-        else:
-            sql = parts[0] + " ORDER BY f.valid_from, f.fact_id, f.version"
-        if q.limit is not None:
-            sql += " LIMIT %s"
-            all_params.append(q.limit)
-        return sql, all_params
+        return compose_fact_sql(q, head, union_order, "%s", _in, "false")
 
     def query_tuples(self, q: FactQuery) -> list[tuple[Any, ...]]:
         """The read path: raw tuples in ``READ_COLUMNS`` order, no names

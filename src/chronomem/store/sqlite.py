@@ -25,6 +25,7 @@ from typing import Any, Iterable, Iterator, Sequence
 from ..errors import SchemaVersionError, StoreError, StoreLockedError
 from ..timeutil import MAX_US, SystemClock, to_us
 from .base import FACT_COLUMNS, READ_COLUMNS, EntityRecord, FactQuery, PredicateRecord, Row
+from ._factsql import compose_fact_sql
 from .migrations import load_migrations
 from .sqlite_episodes import EpisodeStoreMixin
 from .sqlite_tx import SQLiteTx, _Checkpointer, _in, _split_sql
@@ -411,78 +412,7 @@ class SQLiteStore(EpisodeStoreMixin):
         return sql, _query_params(q)
 
     def _compose_sql(self, q: FactQuery, head: str, union_order: str) -> tuple[str, list[Any]]:
-        common: list[str] = []
-        cparams: list[Any] = []
-        if not q.all_versions:
-            if q.known_at is None:
-                common.append(f"f.system_to = {MAX_US}")
-            else:
-                common.append("f.system_from <= ? AND f.system_to > ?")
-                cparams += [q.known_at, q.known_at]
-        if q.as_of is not None:
-            common.append("f.valid_from <= ? AND f.valid_to > ?")
-            cparams += [q.as_of, q.as_of]
-        if q.overlap is not None:
-            common.append("f.valid_from < ? AND f.valid_to > ?")
-            cparams += [q.overlap[1], q.overlap[0]]
-        if q.predicate_ids is not None:
-            common.append(_in("f.predicate_id", q.predicate_ids))
-            cparams += list(q.predicate_ids)
-        if q.fact_ids is not None:
-            common.append(_in("f.fact_id", q.fact_ids))
-            cparams += list(q.fact_ids)
-        branches: list[tuple[list[str], list[Any]]] = []
-        if q.subject_ids is None:
-            where = ["f.ns_id = ?"]
-            params: list[Any] = [q.ns_id]
-            if q.object_id is not None:
-                where.append("f.object_id = ?")
-                params.append(q.object_id)
-            if q.object_lit is not None:
-                where.append("f.object_lit = ?")
-                params.append(q.object_lit)
-            branches.append((where, params))
-        else:
-            if q.direction in ("out", "both"):
-                where = [_in("f.subject_id", q.subject_ids)]
-                params = list(q.subject_ids)
-                if q.object_id is not None:
-                    where.append("f.object_id = ?")
-                    params.append(q.object_id)
-                if q.object_lit is not None:
-                    where.append("f.object_lit = ?")
-                    params.append(q.object_lit)
-                branches.append((where, params))
-            if q.direction in ("in", "both"):
-                where = [_in("f.object_id", q.subject_ids)]
-                params = list(q.subject_ids)
-                if q.object_id is not None:
-                    where.append("f.subject_id = ?")
-                    params.append(q.object_id)
-                if q.direction == "both":
-                    # a self-loop appears once
-                    where.append("NOT (" + _in("f.subject_id", q.subject_ids) + ")")
-                    params += list(q.subject_ids)
-                if q.object_lit is None:
-                    branches.append((where, params))
-        parts: list[str] = []
-        all_params: list[Any] = []
-        for where, params in branches:
-            parts.append(head + " WHERE " + " AND ".join(where + common))
-            all_params += params + cparams
-        if not parts:
-            return head + " WHERE 0", []
-        sql = " UNION ALL ".join(parts) if len(parts) > 1 else parts[0]
-        if len(parts) > 1:
-            sql = f"SELECT * FROM ({sql}) ORDER BY {union_order}"
-        else:
-            # (valid_from, rowid) follows the index order of predicate-wide
-            # reads, so SQLite needs no sort step for them
-            sql += " ORDER BY f.valid_from, f.rowid"
-        if q.limit is not None:
-            sql += " LIMIT ?"
-            all_params.append(q.limit)
-        return sql, all_params
+        return compose_fact_sql(q, head, union_order, "?", _in_params, "0")
 
     def query(self, q: FactQuery) -> list[Row]:
         sql, params = self.query_sql(q)
@@ -616,3 +546,8 @@ def _query_params(q: FactQuery) -> list[Any]:
     if q.limit is not None:
         out.append(q.limit)
     return out
+
+
+def _in_params(column: str, values: Sequence[Any], params: list[Any]) -> str:
+    params.extend(values)
+    return _in(column, values)

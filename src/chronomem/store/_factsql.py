@@ -1,0 +1,94 @@
+"""The fact-read SQL both backends run, composed once here.
+
+A backend supplies its placeholder (``?`` or ``%s``) and how it writes a
+membership test (``IN (?, ?)`` with expanded parameters, or ``= ANY(%s)``
+with one array parameter); everything else — the two time axes, the
+direction branches, the order — is shared, so both backends answer every
+:class:`~chronomem.store.base.FactQuery` identically.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from ..timeutil import MAX_US
+from .base import FactQuery
+
+__all__ = ["InClause", "compose_fact_sql"]
+
+# (column, values, params) -> SQL text; appends its parameters to params
+InClause = Callable[[str, Sequence[Any], list[Any]], str]
+
+
+def compose_fact_sql(q: FactQuery, head: str, union_order: str, ph: str, in_: InClause,
+                     nothing: str) -> tuple[str, list[Any]]:
+    """SQL and parameters for ``q``. ``head`` is the ``SELECT ... FROM facts f``
+    part; ``union_order`` orders a two-branch ``UNION ALL`` by column number;
+    ``nothing`` is the backend's always-false condition."""
+    common: list[str] = []
+    cparams: list[Any] = []
+    if not q.all_versions:
+        if q.known_at is None:
+            common.append(f"f.system_to = {MAX_US}")
+        else:
+            common.append(f"f.system_from <= {ph} AND f.system_to > {ph}")
+            cparams += [q.known_at, q.known_at]
+    if q.as_of is not None:
+        common.append(f"f.valid_from <= {ph} AND f.valid_to > {ph}")
+        cparams += [q.as_of, q.as_of]
+    if q.overlap is not None:
+        common.append(f"f.valid_from < {ph} AND f.valid_to > {ph}")
+        cparams += [q.overlap[1], q.overlap[0]]
+    if q.predicate_ids is not None:
+        common.append(in_("f.predicate_id", q.predicate_ids, cparams))
+    if q.fact_ids is not None:
+        common.append(in_("f.fact_id", q.fact_ids, cparams))
+    branches: list[tuple[list[str], list[Any]]] = []
+    if q.subject_ids is None:
+        params: list[Any] = [q.ns_id]
+        where = [f"f.ns_id = {ph}"]
+        if q.object_id is not None:
+            where.append(f"f.object_id = {ph}")
+            params.append(q.object_id)
+        if q.object_lit is not None:
+            where.append(f"f.object_lit = {ph}")
+            params.append(q.object_lit)
+        branches.append((where, params))
+    else:
+        if q.direction in ("out", "both"):
+            params = []
+            where = [in_("f.subject_id", q.subject_ids, params)]
+            if q.object_id is not None:
+                where.append(f"f.object_id = {ph}")
+                params.append(q.object_id)
+            if q.object_lit is not None:
+                where.append(f"f.object_lit = {ph}")
+                params.append(q.object_lit)
+            branches.append((where, params))
+        if q.direction in ("in", "both") and q.object_lit is None:
+            params = []
+            where = [in_("f.object_id", q.subject_ids, params)]
+            if q.object_id is not None:
+                where.append(f"f.subject_id = {ph}")
+                params.append(q.object_id)
+            if q.direction == "both":
+                # a self-loop appears once
+                where.append("NOT (" + in_("f.subject_id", q.subject_ids, params) + ")")
+            branches.append((where, params))
+    parts: list[str] = []
+    all_params: list[Any] = []
+    for where, params in branches:
+        parts.append(head + " WHERE " + " AND ".join(where + common))
+        all_params += params + cparams
+    if not parts:
+        return f"{head} WHERE {nothing}", []
+    if len(parts) > 1:
+        sql = "SELECT * FROM (" + " UNION ALL ".join(parts) + f") AS u ORDER BY {union_order}"
+    else:
+        # (valid_from, rowid) is the index order of predicate-wide reads:
+        # no sort step for them
+        sql = parts[0] + " ORDER BY f.valid_from, f.rowid"
+    if q.limit is not None:
+        sql += f" LIMIT {ph}"
+        all_params.append(q.limit)
+    return sql, all_params

@@ -1,0 +1,34 @@
+"""The SQLite store caches SQL text per query shape and rebuilds only the
+parameters: both paths must agree for every shape, and the SQL must prepare."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import chronomem
+from chronomem.store.base import FactQuery
+from chronomem.store.sqlite import SQLiteStore, _query_params
+
+
+def test_cached_parameters_match_composed_sql_for_every_shape(tmp_path: Path) -> None:
+    mem = chronomem.open(str(tmp_path / "m.db"))
+    store = mem.store
+    assert isinstance(store, SQLiteStore)
+    checked = 0
+    for subj, direction, pred, oid, olit, as_of, known, allv, overlap, fids, limit in itertools.product(
+        [None, [5], [5, 6]], ["out", "in", "both"], [None, [1], [1, 2]], [None, 7], [None, "s:x"],
+        [None, 100], [None, 200], [False, True], [None, (1, 9)], [None, ["a"]], [None, 3],
+    ):
+        q = FactQuery(1, subj, pred, oid, olit, direction, as_of, known, allv, overlap, fids, limit)  # type: ignore[arg-type]
+        sql, params = store.read_sql(q)
+        if sql.endswith("WHERE 0"):
+            assert params == []
+            continue
+        assert params == _query_params(q), q
+        cached_sql, cached_params = store.read_sql(q)  # second call: from the shape cache
+        assert (cached_sql, cached_params) == (sql, params)
+        store._con.execute("EXPLAIN " + sql, params)
+        checked += 1
+    assert checked > 5000
+    mem.close()
