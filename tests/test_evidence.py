@@ -167,6 +167,32 @@ def test_add_episodes_is_atomic_and_errors_write_nothing(mem: Memory, tmp_path: 
         mem.episode("01234567-0000-7000-8000-000000000000")
 
 
+def test_add_episode_with_facts_is_one_transaction(mem: Memory, tmp_path: Path) -> None:
+    db = tmp_path / "ev.db"
+    mem.define_predicate("lead", cardinality="one")
+    ep = mem.add_episode("Bob leads the platform team from today; Alice moves to research.",
+                         occurred_at="2026-03-02", source="standup",
+                         facts=[{"subject": "Platform team", "predicate": "lead", "object": "Bob",
+                                 "valid_from": "2026-03-02"},
+                                {"subject": "Alice", "predicate": "works on", "object": "research"}])
+    cited = mem.episode_facts(ep.id)
+    assert [(f.subject, f.object) for f in cited] == [("Platform team", "Bob"), ("Alice", "research")]
+    assert {f.episode_id for f in cited} == {ep.id} and {f.source for f in cited} == {"standup"}
+    episodes, versions = _count(db, "episodes"), _count(db, "facts")
+    bad_facts: list[Any] = [
+        [{"subject": "Platform team", "predicate": "lead", "object": "Carol", "valid_from": "2026-13-01"}],
+        [{"subject": "A", "predicate": "p", "object": "B"}, {"subject": "", "predicate": "p", "object": "C"}],
+        [{"subject": "A", "predicate": "p", "object": "B", "episode_id": "x"}],
+        [{"subject": "A", "predicate": "lead", "object": "B", "supersede": False}],
+        ["not a dict"],
+        "not a list",
+    ]
+    for facts in bad_facts:
+        with pytest.raises(InvalidInputError):
+            mem.add_episode("a decision that must not be half-written", facts=facts)
+    assert (_count(db, "episodes"), _count(db, "facts")) == (episodes, versions)
+
+
 def test_erase_episode_keep_or_retract(mem: Memory, clock: FakeClock, tmp_path: Path) -> None:
     mem.define_predicate("city", cardinality="one")
     e0 = mem.add_episode("Ravi lives in Pune.", occurred_at="2019-01-01")

@@ -211,7 +211,8 @@ class EvidenceMixin:
                 progress(min(start + _EMBED_BATCH, len(preps)), len(preps))
         return out
 
-    def _write_prepared(self, preps: Sequence[_Prepared], vectors: list[bytes] | None) -> list[EpisodeRecord]:
+    def _write_prepared(self, preps: Sequence[_Prepared], vectors: list[bytes] | None,
+                        facts: Sequence[Mapping[str, Any]] = ()) -> list[EpisodeRecord]:
         emb = self.embedder
         recs: list[EpisodeRecord] = []
         with self._es.write() as tx:
@@ -236,7 +237,28 @@ class EvidenceMixin:
             if vec_items and model_id is not None:
                 tx.put_episode_vectors(model_id, vec_items)
             tx.bump_episode_generation()
+            if facts:
+                self._write_episode_facts(tx, preps[0], facts)
         return recs
+
+    def _write_episode_facts(self, tx: Any, prep: _Prepared, facts: Sequence[Mapping[str, Any]]) -> None:
+        """Place facts citing ``prep`` inside the episode's own transaction."""
+        from .._candidates import CandidateBuilder
+
+        work = self._work(tx)
+        builder = CandidateBuilder(tx, self._ns, self.tz)
+        for index, item in enumerate(facts):
+            data = dict(item)
+            data["episode_id"] = prep.id
+            if data.get("source") is None:
+                data["source"] = prep.source
+            try:
+                cand, single = builder.build(data)
+            except InvalidInputError as exc:
+                exc.args = (f"facts[{index}]: {exc}",)
+                raise
+            work.place(cand, single=single)
+        self._flush(tx, work)
 
     def _index_new(self, tx: EpisodeWriteTx, recs: Sequence[EpisodeRecord]) -> None:
         """FTS rows for new episodes, and fresh ones for the stored episodes
@@ -263,16 +285,21 @@ class EvidenceMixin:
         session: str | None = None,
         speaker: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        facts: Iterable[Mapping[str, Any]] | None = None,
     ) -> Episode:
         """Store one piece of evidence verbatim and index it (lexical and
         dense) in the same transaction. ``occurred_at`` is when it was said or
         happened; ``recorded_at`` defaults to the store clock. Time
-        expressions in the text are resolved against ``occurred_at``. Returns
-        the episode; its id sorts by creation time."""
+        expressions in the text are resolved against ``occurred_at``.
+        ``facts`` are dicts with :meth:`add_fact`'s parameter names, recorded
+        in the same transaction, each citing this episode (their ``source``
+        defaults to the episode's): if the episode or any fact is invalid,
+        nothing is written. Returns the episode; its id sorts by creation time."""
         prep = self._prepare(text, occurred_at, recorded_at, source, session, speaker, metadata)
+        fact_items = _fact_items(facts)
         vectors = self._embed_prepared([prep])
-        rec = self._write_prepared([prep], vectors)[0]
-        return self._episode_model(rec, with_facts=False)
+        rec = self._write_prepared([prep], vectors, fact_items)[0]
+        return self._episode_model(rec, with_facts=bool(fact_items))
 
     def add_episodes(self, items: Iterable[Mapping[str, Any] | str], *,
                      progress: Callable[[int, int], None] | None = None) -> list[str]:
@@ -401,10 +428,11 @@ class EvidenceMixin:
         return self._episode_model(self._require_episode_rec(episode_id))
 
     def episode_facts(self, episode_id: str) -> list[Fact]:
-        """The facts citing an episode (believed now, all of valid time)."""
+        """The facts citing an episode (believed now, all of valid time), in
+        the order they were first recorded (fact ids sort by creation)."""
         rec = self._require_episode_rec(episode_id)
         ids = sorted({f for _e, f in self._es.facts_citing_episodes(self._ns, [rec.id])})
-        return self._facts_by_ids(ids, None)
+        return sorted(self._facts_by_ids(ids, None), key=lambda f: f.id)
 
     def episodes(self, *, session: str | None = None, since: TimeLike | None = None,
                  until: TimeLike | None = None, limit: int = 100, offset: int = 0) -> list[Episode]:
@@ -670,3 +698,17 @@ class EvidenceMixin:
         out["embedder"] = emb.name if emb is not None else None
         return out
 
+
+def _fact_items(facts: Iterable[Mapping[str, Any]] | None) -> list[Mapping[str, Any]]:
+    """Check the shape of ``add_episode``'s ``facts`` before anything runs."""
+    if facts is None:
+        return []
+    if isinstance(facts, (str, bytes, Mapping)) or not hasattr(facts, "__iter__"):
+        raise InvalidInputError(f"facts must be a list of dicts, not {type(facts).__name__}")
+    items = list(facts)
+    for index, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise InvalidInputError(f"facts[{index}] must be a dict with add_fact's parameter names")
+        if "episode_id" in item:
+            raise InvalidInputError(f"facts[{index}]: episode_id is set by add_episode to the new episode")
+    return items

@@ -47,8 +47,8 @@ SERVER_NAME = "chronomem"
 HOOK_MARKER = "chronomem-reminder"
 HOOK_EVENT = "Stop"
 HOOK_TEXT = (
-    "chronomem: before you finish, save durable facts you learned with fact_add and fact_invalidate "
-    "the ones that changed."
+    "chronomem: before you finish, save durable facts you learned with fact_add (or remember, with "
+    "the evidence text) and fact_invalidate the ones that changed."
 )
 # A Claude Code command hook: its JSON output's systemMessage is shown at the end of the turn.
 HOOK_COMMAND = "echo '{\"systemMessage\": \"" + HOOK_TEXT + "\"}'  # " + HOOK_MARKER

@@ -110,11 +110,11 @@ def dump_json(data: Mapping[str, Any]) -> str:
 
 
 # -- TOML ----------------------------------------------------------------------
-_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def _toml_key(key: str) -> str:
-    return key if _BARE_KEY.match(key) else toml_value(key)
+    return key if _BARE_KEY.fullmatch(key) else toml_value(key)
 
 
 def toml_value(value: Any) -> str:

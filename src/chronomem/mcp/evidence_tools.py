@@ -41,9 +41,9 @@ __all__ = ["EXTRAS", "WRAPS", "RememberFact", "compact_episode", "hit_render", "
 log = logging.getLogger("chronomem.mcp")
 
 #: tool name -> (Memory method, method parameters the tool does not expose).
-#: ``remember`` wraps ``add_episode`` (the server clock sets ``recorded_at``)
-#: and then ``add_facts`` for its ``facts`` list; ``search`` keeps the
-#: default search configuration.
+#: ``remember`` wraps ``add_episode`` with its ``facts`` (one transaction; the
+#: server clock sets ``recorded_at``); ``search`` keeps the default search
+#: configuration.
 WRAPS: dict[str, tuple[str, frozenset[str]]] = {
     "remember": ("add_episode", frozenset({"recorded_at"})),
     "recall": ("recall", frozenset()),
@@ -51,7 +51,7 @@ WRAPS: dict[str, tuple[str, frozenset[str]]] = {
 }
 
 #: tool name -> tool parameters that are not parameters of the wrapped method.
-EXTRAS: dict[str, frozenset[str]] = {"remember": frozenset({"facts"})}
+EXTRAS: dict[str, frozenset[str]] = {}
 
 _TEXT_PREVIEW = 160
 
@@ -207,9 +207,7 @@ def _check_facts(mem: Memory, call: _Call, facts: list[RememberFact]) -> list[di
             vf = call.time(f"facts[{i}].valid_from", f.valid_from)
             vt = call.time(f"facts[{i}].valid_to", f.valid_to)
             if vf is not None and vt is not None and vt.us <= vf.us:
-                raise InvalidIntervalError(
-                    f"valid_to ({f.valid_to}) must be after valid_from ({f.valid_from}): intervals are half-open "
-                    "[from, to)")
+                raise InvalidIntervalError(f"valid_to ({f.valid_to}) must be after valid_from ({f.valid_from})")
             if f.supersede is False:
                 try:
                     single = mem.predicate(f.predicate).cardinality == "one"
@@ -257,19 +255,10 @@ def register(server: MCPServer[Any], mem: Memory) -> None:
                                     f"{MAX_EPISODE_CHARS} (split it into several remember calls)")
         occurred = call.time("occurred_at", occurred_at)
         items = _check_facts(mem, call, facts)
+        # one transaction: the episode and its facts are written together or not at all
         ep = mem.add_episode(text, occurred_at=occurred, source=source, session=session, speaker=speaker,
-                             metadata=metadata)
-        for item in items:
-            item["episode_id"] = ep.id
-            item["source"] = source
-        try:
-            ids = mem.add_facts(items) if items else []
-        except ChronomemError:
-            # not expected after _check_facts; keep "bad input writes nothing" for the text too
-            mem.erase_episode(ep.id, confirm=True, reason="remember: its facts were rejected")
-            raise
-        recorded = [mem.fact(fid) for fid in ids]
-        ep = mem.episode(ep.id)
+                             metadata=metadata, facts=items)
+        recorded = mem.episode_facts(ep.id) if items else []
         when = f" (occurred {_when(ep, mem.tz)})" if ep.occurred_at else ""
         lines = [f"remembered episode{when}: {_preview(ep.text)} [{ep.id}]"]
         lines += [f"recorded: {f.line()}" for f in recorded]

@@ -52,7 +52,7 @@ _SELECT_FACT = (
 _SELECT_READ = "SELECT " + ", ".join("f." + c for c in READ_COLUMNS) + " FROM facts f"
 # database-wide advisory lock key for migrations ("chronomem" in two int4s)
 _MIGRATE_LOCK = (1668442479, 1835363693)
-_SCHEMA_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+_SCHEMA_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 _ENTITY_COLS = (
     "e.id, e.ns_id, e.key, e.name, e.type, e.properties, e.created_at, ARRAY(SELECT k.alias_name FROM entity_keys k "
     "WHERE k.entity_id = e.id AND k.alias_name IS NOT NULL ORDER BY k.alias_name)"
@@ -74,7 +74,7 @@ def split_schema(url: str) -> tuple[str, str | None]:
             schema = v
         else:
             rest.append((k, v))
-    if schema is not None and not _SCHEMA_RE.match(schema):
+    if schema is not None and not _SCHEMA_RE.fullmatch(schema):
         raise StoreError(f"schema name {schema!r} must be letters, digits and underscores")
     return urlunsplit(parts._replace(query=urlencode(rest))), schema
 
