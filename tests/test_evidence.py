@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -32,18 +31,17 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def mem(tmp_path: Path, clock: FakeClock, embedder: object) -> Memory:
-    m = chronomem.open(tmp_path / "ev.db", clock=clock)
-    yield m
-    m.close()
+def mem(make_memory: Any, clock: FakeClock, embedder: object) -> Memory:
+    """A memory on this test's store, on every backend (``tests/conftest.py``)."""
+    m: Memory = make_memory(clock=clock)
+    return m
 
 
-def _count(path: Path, table: str) -> int:
-    con = sqlite3.connect(path)
-    try:
-        return int(con.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
-    finally:
-        con.close()
+def _counts(mem: Memory) -> tuple[int, int, int]:
+    """(episodes, vectors over all models, fact versions), through the public API."""
+    ev = mem.evidence_stats()
+    vectors = sum(int(m["vectors"]) for m in ev["models"].values())
+    return int(ev["episodes"]), vectors, mem.stats().versions
 
 
 def test_meeting_moved_views(mem: Memory, clock: FakeClock) -> None:
@@ -137,10 +135,9 @@ def test_neighbouring_turns_feed_the_lexical_index(mem: Memory) -> None:
     assert hits[0].episode.id == a.id  # the turn itself outranks its neighbour
 
 
-def test_add_episodes_is_atomic_and_errors_write_nothing(mem: Memory, tmp_path: Path) -> None:
-    db = tmp_path / "ev.db"
+def test_add_episodes_is_atomic_and_errors_write_nothing(mem: Memory) -> None:
     mem.add_episode("seed")
-    before = _count(db, "episodes")
+    before = _counts(mem)
     with pytest.raises(InvalidInputError, match="item 1"):
         mem.add_episodes(["fine", "   "])
     with pytest.raises(InvalidInputError, match="limit"):
@@ -153,8 +150,8 @@ def test_add_episodes_is_atomic_and_errors_write_nothing(mem: Memory, tmp_path: 
         mem.add_episode("hello", metadata={"x": object()})
     with pytest.raises(InvalidInputError, match="unknown episode field"):
         mem.add_episodes([{"text": "a", "when": "now"}])
-    assert _count(db, "episodes") == before
-    assert _count(db, "episodes_fts") == before
+    assert _counts(mem) == before
+    assert "fine" not in [h.episode.text for h in mem.search("fine", view="raw", k=5)]  # nothing half-indexed
     with pytest.raises(InvalidInputError, match="unknown view"):
         mem.search("seed", view="as_dreamt")
     with pytest.raises(InvalidTimeError):
@@ -167,8 +164,7 @@ def test_add_episodes_is_atomic_and_errors_write_nothing(mem: Memory, tmp_path: 
         mem.episode("01234567-0000-7000-8000-000000000000")
 
 
-def test_add_episode_with_facts_is_one_transaction(mem: Memory, tmp_path: Path) -> None:
-    db = tmp_path / "ev.db"
+def test_add_episode_with_facts_is_one_transaction(mem: Memory) -> None:
     mem.define_predicate("lead", cardinality="one")
     ep = mem.add_episode("Bob leads the platform team from today; Alice moves to research.",
                          occurred_at="2026-03-02", source="standup",
@@ -178,7 +174,7 @@ def test_add_episode_with_facts_is_one_transaction(mem: Memory, tmp_path: Path) 
     cited = mem.episode_facts(ep.id)
     assert [(f.subject, f.object) for f in cited] == [("Platform team", "Bob"), ("Alice", "research")]
     assert {f.episode_id for f in cited} == {ep.id} and {f.source for f in cited} == {"standup"}
-    episodes, versions = _count(db, "episodes"), _count(db, "facts")
+    before = _counts(mem)
     bad_facts: list[Any] = [
         [{"subject": "Platform team", "predicate": "lead", "object": "Carol", "valid_from": "2026-13-01"}],
         [{"subject": "A", "predicate": "p", "object": "B"}, {"subject": "", "predicate": "p", "object": "C"}],
@@ -190,10 +186,10 @@ def test_add_episode_with_facts_is_one_transaction(mem: Memory, tmp_path: Path) 
     for facts in bad_facts:
         with pytest.raises(InvalidInputError):
             mem.add_episode("a decision that must not be half-written", facts=facts)
-    assert (_count(db, "episodes"), _count(db, "facts")) == (episodes, versions)
+    assert _counts(mem) == before
 
 
-def test_erase_episode_keep_or_retract(mem: Memory, clock: FakeClock, tmp_path: Path) -> None:
+def test_erase_episode_keep_or_retract(mem: Memory, clock: FakeClock) -> None:
     mem.define_predicate("city", cardinality="one")
     e0 = mem.add_episode("Ravi lives in Pune.", occurred_at="2019-01-01")
     mem.add_fact("Ravi", "city", "Pune", valid_from="2019", episode_id=e0.id)
@@ -209,7 +205,7 @@ def test_erase_episode_keep_or_retract(mem: Memory, clock: FakeClock, tmp_path: 
     tomb = mem.episode(e1.id)
     assert tomb.erased_at is not None and tomb.text == ""
     assert e1.id not in [h.episode.id for h in mem.search("Ravi moved Oslo", view="raw")]
-    assert _count(tmp_path / "ev.db", "episode_vectors") == 1
+    assert _counts(mem)[1] == 1  # the erased episode's vector is gone
     # keep: the fact stays and still names its (tombstoned) evidence
     mem.erase_episode(e0.id, confirm=True)
     pune = mem.current("Ravi", "city")[0]
@@ -218,8 +214,8 @@ def test_erase_episode_keep_or_retract(mem: Memory, clock: FakeClock, tmp_path: 
         mem.erase_episode(e0.id, confirm=True)
 
 
-def test_reindex_rebuilds_lexical_and_vectors(tmp_path: Path, embedder: object) -> None:
-    m = chronomem.open(tmp_path / "r.db")
+def test_reindex_rebuilds_lexical_and_vectors(make_memory: Any, embedder: object) -> None:
+    m = make_memory()
     m.use_embedder(None)  # lexical only: no vectors written
     ids = m.add_episodes([f"note {i} about the garden" for i in range(5)])
     assert m.evidence_stats()["models"] == {}
@@ -229,10 +225,9 @@ def test_reindex_rebuilds_lexical_and_vectors(tmp_path: Path, embedder: object) 
     assert m.evidence_stats()["models"]["all-MiniLM-L6-v2-onnx-int8"]["vectors"] == 5
     assert m.reindex(lexical=False)["vectors"] == 0  # nothing missing any more
     assert m.search("garden", config="dense", view="raw", k=5)[0].episode.id in ids
-    m.close()
 
 
-def test_vectors_of_two_models_never_mix(tmp_path: Path, embedder: object) -> None:
+def test_vectors_of_two_models_never_mix(make_memory: Any, embedder: object) -> None:
     class Tiny:
         name = "tiny-test-model"
         dim = 3
@@ -242,7 +237,7 @@ def test_vectors_of_two_models_never_mix(tmp_path: Path, embedder: object) -> No
 
             return np.tile(np.array([1.0, 0.0, 0.0], dtype=np.float32), (len(texts), 1))  # type: ignore[arg-type]
 
-    m = chronomem.open(tmp_path / "m.db")
+    m = make_memory()
     m.add_episode("first, with MiniLM")
     m.use_embedder(Tiny())
     m.add_episode("second, with the tiny model")
@@ -251,7 +246,6 @@ def test_vectors_of_two_models_never_mix(tmp_path: Path, embedder: object) -> No
     stats = m.evidence_stats()["models"]
     assert stats["tiny-test-model"] == {"dim": 3, "vectors": 1}
     assert stats["all-MiniLM-L6-v2-onnx-int8"]["vectors"] == 1
-    m.close()
 
 
 def test_recall_packs_facts_then_evidence(mem: Memory, clock: FakeClock) -> None:
