@@ -10,6 +10,7 @@ Analyses over read results (timeline, diff, conflicts, ...) live in
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import logging
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -141,8 +142,15 @@ class Memory(EvidenceMixin, IdentityMixin):
             eid = tx.create_entity(self._ns, key, name.strip(), None, None)
         return eid
 
-    def _entity_for_read(self, name: object, what: str = "entity") -> int | None:
-        return self._store.entity_id(self._ns, normalize_key(name, what))
+    def _entity_for_read(self, name: object, what: str = "entity", known_at: int | None = None) -> int | None:
+        """The entity a name resolves to — as the store knew it at ``known_at``
+        (system time): a name moved by a later merge still names the entity
+        it named then."""
+        key = normalize_key(name, what)
+        eid = self._store.entity_id(self._ns, key)
+        if known_at is None or eid is None:
+            return eid
+        return _owner_at(self._store.merge_operations(self._ns), key, eid, known_at)
 
     def _require_entity(self, name: object, what: str = "entity") -> int:
         eid = self._entity_for_read(name, what)
@@ -450,7 +458,7 @@ class Memory(EvidenceMixin, IdentityMixin):
         known_us = self._instant(known_at, "known_at")
         subject_ids = None
         if subject is not None:
-            sid = self._entity_for_read(subject, "subject")
+            sid = self._entity_for_read(subject, "subject", known_us)
             if sid is None:
                 return None
             subject_ids = [sid]
@@ -465,7 +473,7 @@ class Memory(EvidenceMixin, IdentityMixin):
             if literal or not isinstance(object, str):
                 object_lit = encode_literal(object, self.tz)
             else:
-                object_id = self._entity_for_read(object, "object")
+                object_id = self._entity_for_read(object, "object", known_us)
                 if object_id is None:
                     object_lit = encode_literal(object, self.tz)
         return FactQuery(
@@ -676,3 +684,22 @@ class Memory(EvidenceMixin, IdentityMixin):
             raise InvalidInputError("decay half-life must be positive")
         ref = self.parse_time(at, "at").datetime if at is not None else self.now()
         return _analysis.decay(facts, half_life_days, ref)
+
+
+def _owner_at(merges: Sequence[tuple[int, str, int | None]], key: str, current: int, at: int) -> int:
+    """Which entity owned name ``key`` at system time ``at``, given the merges
+    (oldest first) that moved it: during ``[merged, undone)`` a moved key names
+    the kept entity, before and after that the folded one."""
+    owner: int | None = None
+    first_fold: int | None = None
+    for when, payload, undone in merges:
+        data = json.loads(payload)
+        if key not in data.get("keys", ()):
+            continue
+        if first_fold is None:
+            first_fold = int(data["fold"])
+        if when <= at:
+            owner = int(data["keep"]) if undone is None or at < undone else int(data["fold"])
+    if owner is not None:
+        return owner
+    return first_fold if first_fold is not None else current

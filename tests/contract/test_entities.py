@@ -163,6 +163,24 @@ def test_known_at_before_a_merge_sees_two_entities(two_bobs: Memory) -> None:
     assert obj_set(mem.facts("Robert Smith", known_at=t)) == {"Leeds"}
 
 
+def test_known_at_resolves_a_folded_name_as_it_was_then(two_bobs: Memory) -> None:
+    mem = two_bobs
+    t_before = max(f.system_from for f in mem.facts())
+    op = mem.merge("Robert Smith", "Bobby")
+    t_merged = max(f.system_from for f in mem.facts())
+    # before the merge "Bobby" named its own entity, with its own facts
+    assert obj_set(mem.facts("Bobby", known_at=t_before)) == {"Jazz"}
+    assert {f.subject for f in mem.facts("Bobby", known_at=t_before)} == {"Bobby"}
+    assert obj_set(mem.facts("Bobby", direction="in", known_at=t_before)) == {"Bobby"}
+    # while merged it names the kept entity; after the undo, its own again
+    assert obj_set(mem.facts("Bobby", known_at=t_merged)) == {"Leeds", "Jazz"}
+    mem.unmerge(op)
+    assert obj_set(mem.facts("Bobby", known_at=t_merged)) == {"Leeds", "Jazz"}
+    assert obj_set(mem.facts("Robert Smith", known_at=t_merged)) == {"Leeds", "Jazz"}
+    assert obj_set(mem.facts("Bobby")) == {"Jazz"}
+    assert obj_set(mem.facts("Bobby", known_at=t_before)) == {"Jazz"}
+
+
 def test_unmerge_restores_the_old_state(two_bobs: Memory) -> None:
     mem = two_bobs
     op = mem.merge("Robert Smith", "Bobby")

@@ -382,6 +382,17 @@ class PostgresStore(PgEpisodeStoreMixin):
             got = self._entity_records(rows)
             return got[0] if got else None
 
+    def merge_operations(self, ns_id: int) -> list[tuple[int, str, int | None]]:
+        """``(at, payload, undone_at)`` of every merge in the namespace, oldest first."""
+        with self._conn() as conn:
+            return [
+                (int(r[0]), str(r[1]), None if r[2] is None else int(r[2]))
+                for r in conn.execute(
+                    "SELECT at, payload, undone_at FROM operations WHERE ns_id = %s AND kind = 'merge' ORDER BY at",
+                    (ns_id,),
+                ).fetchall()
+            ]
+
     def entities(self, ns_id: int) -> list[EntityRecord]:
         with self._conn() as conn:
             rows = conn.execute(

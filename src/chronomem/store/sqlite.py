@@ -305,6 +305,17 @@ class SQLiteStore(EpisodeStoreMixin):
             ).fetchone()
             return None if r is None else self._entity_record(r)
 
+    def merge_operations(self, ns_id: int) -> list[tuple[int, str, int | None]]:
+        """``(at, payload, undone_at)`` of every merge in the namespace, oldest first."""
+        with self._lock:
+            return [
+                (int(r[0]), r[1], r[2])
+                for r in self._con.execute(
+                    "SELECT at, payload, undone_at FROM operations WHERE ns_id = ? AND kind = 'merge' ORDER BY at",
+                    (ns_id,),
+                )
+            ]
+
     def entities(self, ns_id: int) -> list[EntityRecord]:
         with self._lock:
             rows = self._con.execute(
