@@ -9,7 +9,7 @@ from collections import defaultdict, deque
 from typing import Callable, Iterable, Mapping, Sequence
 
 from .models import Axis, Conflict, Diff, DiffChange, Event, Fact, Neighbor, Path, Predicate, Volatility
-from .timeutil import from_us, to_us
+from .timeutil import to_us
 
 __all__ = ["conflicts", "decay", "diff", "neighbors", "paths", "timeline", "volatility"]
 
@@ -226,5 +226,3 @@ def decay(facts: Sequence[Fact], half_life_days: float, at: _dt.datetime) -> lis
         out.append(dataclasses.replace(f, confidence=f.confidence * 0.5 ** (age_days / half_life_days)))
     return out
 
-
-_ = from_us

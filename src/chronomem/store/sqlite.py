@@ -24,7 +24,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from ..errors import SchemaVersionError, StoreError, StoreLockedError
 from ..timeutil import MAX_US, SystemClock, to_us
-from .base import FACT_COLUMNS, READ_COLUMNS, EntityRecord, FactQuery, PredicateRecord, Row
+from .base import READ_COLUMNS, EntityRecord, FactQuery, PredicateRecord, Row
 from ._factsql import compose_fact_sql
 from .migrations import load_migrations
 from .sqlite_episodes import EpisodeStoreMixin
@@ -42,14 +42,7 @@ _SELECT_FACT = (
     "FROM facts f JOIN entities s ON s.id = f.subject_id JOIN predicates p ON p.id = f.predicate_id "
     "LEFT JOIN entities o ON o.id = f.object_id"
 )
-_RAW_COLS = ", ".join(FACT_COLUMNS)
 _SELECT_READ = "SELECT " + ", ".join("f." + c for c in READ_COLUMNS) + " FROM facts f"
-_INSERT_FACT = (
-    "INSERT INTO facts (fact_id, version, ns_id, subject_id, predicate_id, object_id, object_lit, "
-    "valid_from, valid_from_prec, valid_to, valid_to_prec, system_from, system_to, confidence, "
-    "source, episode_id, properties, invalidated_by, close_kind, closed_by) "
-    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
-)
 
 
 class SQLiteStore(EpisodeStoreMixin):

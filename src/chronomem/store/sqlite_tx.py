@@ -28,10 +28,6 @@ _INSERT_FACT = (
 )
 
 
-def _row(r: Sequence[Any]) -> Row:
-    return Row(*r)
-
-
 class SQLiteTx(EpisodeTxMixin):
     """Write primitives bound to an open ``BEGIN IMMEDIATE`` transaction."""
 
