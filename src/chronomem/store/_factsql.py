@@ -12,9 +12,21 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from ..timeutil import MAX_US
-from .base import FactQuery
+from .base import READ_COLUMNS, FactQuery, Row
 
-__all__ = ["InClause", "compose_fact_sql"]
+__all__ = ["SELECT_FACT", "SELECT_READ", "InClause", "compose_fact_sql", "distinct_rows"]
+
+# Fact versions with their three names (the Row shape: FACT_COLUMNS + names).
+SELECT_FACT = (
+    "SELECT f.rowid, f.fact_id, f.version, f.ns_id, f.subject_id, f.predicate_id, f.object_id, "
+    "f.object_lit, f.valid_from, f.valid_from_prec, f.valid_to, f.valid_to_prec, f.system_from, "
+    "f.system_to, f.confidence, f.source, f.episode_id, f.properties, f.invalidated_by, "
+    "f.close_kind, f.closed_by, s.name, p.name, o.name "
+    "FROM facts f JOIN entities s ON s.id = f.subject_id JOIN predicates p ON p.id = f.predicate_id "
+    "LEFT JOIN entities o ON o.id = f.object_id"
+)
+# The read path: READ_COLUMNS, no joins (names come from in-process caches).
+SELECT_READ = "SELECT " + ", ".join("f." + c for c in READ_COLUMNS) + " FROM facts f"
 
 # (column, values, params) -> SQL text; appends its parameters to params
 InClause = Callable[[str, Sequence[Any], list[Any]], str]
@@ -92,3 +104,15 @@ def compose_fact_sql(q: FactQuery, head: str, union_order: str, ph: str, in_: In
         sql += f" LIMIT {ph}"
         all_params.append(q.limit)
     return sql, all_params
+
+
+def distinct_rows(*batches: Sequence[Sequence[Any]]) -> list[Row]:
+    """Rows from several ``SELECT_FACT`` results, each version once, in order."""
+    seen: set[int] = set()
+    out: list[Row] = []
+    for batch in batches:
+        for r in batch:
+            if r[0] not in seen:
+                seen.add(r[0])
+                out.append(Row(*r))
+    return out

@@ -31,8 +31,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..errors import MissingExtraError, SchemaVersionError, StoreError
 from ..timeutil import MAX_US, SystemClock, to_us
-from .base import READ_COLUMNS, EntityRecord, EpisodeStore, FactQuery, PredicateRecord, Row
-from ._factsql import compose_fact_sql
+from .base import EntityRecord, EpisodeStore, FactQuery, PredicateRecord, Row
+from ._factsql import SELECT_FACT, SELECT_READ, compose_fact_sql, distinct_rows
 from .migrations import load_migrations
 from .postgres_episodes import PgEpisodeStoreMixin
 from .postgres_tx import RAW_COLS, PgTx
@@ -41,15 +41,6 @@ __all__ = ["PostgresStore", "split_schema"]
 
 log = logging.getLogger("chronomem.store.postgres")
 
-_SELECT_FACT = (
-    "SELECT f.rowid, f.fact_id, f.version, f.ns_id, f.subject_id, f.predicate_id, f.object_id, "
-    "f.object_lit, f.valid_from, f.valid_from_prec, f.valid_to, f.valid_to_prec, f.system_from, "
-    "f.system_to, f.confidence, f.source, f.episode_id, f.properties, f.invalidated_by, "
-    "f.close_kind, f.closed_by, s.name, p.name, o.name "
-    "FROM facts f JOIN entities s ON s.id = f.subject_id JOIN predicates p ON p.id = f.predicate_id "
-    "LEFT JOIN entities o ON o.id = f.object_id"
-)
-_SELECT_READ = "SELECT " + ", ".join("f." + c for c in READ_COLUMNS) + " FROM facts f"
 # database-wide advisory lock key for migrations ("chronomem" in two int4s)
 _MIGRATE_LOCK = (1668442479, 1835363693)
 _SCHEMA_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
@@ -485,11 +476,11 @@ class PostgresStore(PgEpisodeStoreMixin):
     # -- fact reads -----------------------------------------------------
     def query_sql(self, q: FactQuery) -> tuple[str, list[Any]]:
         """The SQL and parameters :meth:`query` runs for ``q``."""
-        return self._build_sql(q, _SELECT_FACT, "9, 2, 3")
+        return self._build_sql(q, SELECT_FACT, "9, 2, 3")
 
     def read_sql(self, q: FactQuery) -> tuple[str, list[Any]]:
         """The SQL and parameters :meth:`query_tuples` runs for ``q``."""
-        return self._build_sql(q, _SELECT_READ, "7, 1, 2")
+        return self._build_sql(q, SELECT_READ, "7, 1, 2")
 
     def _build_sql(self, q: FactQuery, head: str, union_order: str) -> tuple[str, list[Any]]:
         return compose_fact_sql(q, head, union_order, "%s", _in, "false")
@@ -512,26 +503,20 @@ class PostgresStore(PgEpisodeStoreMixin):
         recorded and the ``limit`` most recently closed (may overlap)."""
         with self._conn() as conn:
             newest = conn.execute(
-                _SELECT_FACT + " WHERE f.ns_id = %s ORDER BY f.rowid DESC LIMIT %s", (ns_id, limit)
+                SELECT_FACT + " WHERE f.ns_id = %s ORDER BY f.rowid DESC LIMIT %s", (ns_id, limit)
             ).fetchall()
             closed = conn.execute(
-                _SELECT_FACT + f" WHERE f.ns_id = %s AND f.system_to < {MAX_US} ORDER BY f.system_to DESC LIMIT %s",
+                SELECT_FACT + f" WHERE f.ns_id = %s AND f.system_to < {MAX_US} ORDER BY f.system_to DESC LIMIT %s",
                 (ns_id, limit),
             ).fetchall()
-        seen: set[int] = set()
-        out = []
-        for r in newest + closed:
-            if r[0] not in seen:
-                seen.add(r[0])
-                out.append(Row(*r))
-        return out
+        return distinct_rows(newest, closed)
 
     def iter_rows(self, ns_id: int, batch: int = 10000) -> Iterator[Row]:
         last = -1
         while True:
             with self._conn() as conn:
                 rows = conn.execute(
-                    _SELECT_FACT + " WHERE f.ns_id = %s AND f.rowid > %s ORDER BY f.rowid LIMIT %s",
+                    SELECT_FACT + " WHERE f.ns_id = %s AND f.rowid > %s ORDER BY f.rowid LIMIT %s",
                     (ns_id, last, batch),
                 ).fetchall()
             if not rows:

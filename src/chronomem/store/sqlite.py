@@ -24,8 +24,8 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from ..errors import SchemaVersionError, StoreError, StoreLockedError
 from ..timeutil import MAX_US, SystemClock, to_us
-from .base import READ_COLUMNS, EntityRecord, FactQuery, PredicateRecord, Row
-from ._factsql import compose_fact_sql
+from .base import EntityRecord, FactQuery, PredicateRecord, Row
+from ._factsql import SELECT_FACT, SELECT_READ, compose_fact_sql, distinct_rows
 from .migrations import load_migrations
 from .sqlite_episodes import EpisodeStoreMixin
 from .sqlite_tx import SQLiteTx, _Checkpointer, _in, _split_sql
@@ -34,15 +34,6 @@ __all__ = ["SQLiteStore"]
 
 log = logging.getLogger("chronomem.store.sqlite")
 
-_SELECT_FACT = (
-    "SELECT f.rowid, f.fact_id, f.version, f.ns_id, f.subject_id, f.predicate_id, f.object_id, "
-    "f.object_lit, f.valid_from, f.valid_from_prec, f.valid_to, f.valid_to_prec, f.system_from, "
-    "f.system_to, f.confidence, f.source, f.episode_id, f.properties, f.invalidated_by, "
-    "f.close_kind, f.closed_by, s.name, p.name, o.name "
-    "FROM facts f JOIN entities s ON s.id = f.subject_id JOIN predicates p ON p.id = f.predicate_id "
-    "LEFT JOIN entities o ON o.id = f.object_id"
-)
-_SELECT_READ = "SELECT " + ", ".join("f." + c for c in READ_COLUMNS) + " FROM facts f"
 
 
 class SQLiteStore(EpisodeStoreMixin):
@@ -392,11 +383,11 @@ class SQLiteStore(EpisodeStoreMixin):
     # -- fact reads -----------------------------------------------------
     def query_sql(self, q: FactQuery) -> tuple[str, list[Any]]:
         """The SQL and parameters :meth:`query` runs for ``q``."""
-        return self._build_sql(q, _SELECT_FACT, "9, 2, 3")
+        return self._build_sql(q, SELECT_FACT, "9, 2, 3")
 
     def read_sql(self, q: FactQuery) -> tuple[str, list[Any]]:
         """The SQL and parameters :meth:`query_tuples` runs for ``q``."""
-        return self._build_sql(q, _SELECT_READ, "7, 1, 2")
+        return self._build_sql(q, SELECT_READ, "7, 1, 2")
 
     def _build_sql(self, q: FactQuery, head: str, union_order: str) -> tuple[str, list[Any]]:
         # The SQL text depends only on the query's shape: build it once per shape.
@@ -435,26 +426,20 @@ class SQLiteStore(EpisodeStoreMixin):
         recorded and the ``limit`` most recently closed (may overlap)."""
         with self._lock:
             newest = self._con.execute(
-                _SELECT_FACT + " WHERE f.ns_id = ? ORDER BY f.rowid DESC LIMIT ?", (ns_id, limit)
+                SELECT_FACT + " WHERE f.ns_id = ? ORDER BY f.rowid DESC LIMIT ?", (ns_id, limit)
             ).fetchall()
             closed = self._con.execute(
-                _SELECT_FACT + f" WHERE f.ns_id = ? AND f.system_to < {MAX_US} ORDER BY f.system_to DESC LIMIT ?",
+                SELECT_FACT + f" WHERE f.ns_id = ? AND f.system_to < {MAX_US} ORDER BY f.system_to DESC LIMIT ?",
                 (ns_id, limit),
             ).fetchall()
-        seen: set[int] = set()
-        out = []
-        for r in newest + closed:
-            if r[0] not in seen:
-                seen.add(r[0])
-                out.append(Row(*r))
-        return out
+        return distinct_rows(newest, closed)
 
     def iter_rows(self, ns_id: int, batch: int = 10000) -> Iterator[Row]:
         last = -1
         while True:
             with self._lock:
                 rows = self._con.execute(
-                    _SELECT_FACT + " WHERE f.ns_id = ? AND f.rowid > ? ORDER BY f.rowid LIMIT ?",
+                    SELECT_FACT + " WHERE f.ns_id = ? AND f.rowid > ? ORDER BY f.rowid LIMIT ?",
                     (ns_id, last, batch),
                 ).fetchall()
             if not rows:
