@@ -23,46 +23,38 @@ _VERSION = 0x7 << 76
 _VARIANT = 0b10 << 62
 
 
-def new_id() -> str:
-    """A new UUIDv7 string."""
+def _reserve(n: int) -> tuple[int, int]:
+    """Reserve ``n`` consecutive counter values: returns the millisecond and
+    the first value. A new millisecond reseeds the counter at random (with
+    headroom so counting up within one millisecond never overflows)."""
     global _last_ms, _counter
     ms = time.time_ns() // 1_000_000
     with _lock:
         if ms > _last_ms:
             _last_ms = ms
-            # leave headroom so counting up within one ms never overflows
-            _counter = int.from_bytes(os.urandom(10), "big") >> 7
-        else:
-            ms = _last_ms
-            _counter += 1
-            if _counter > _MASK74:  # pragma: no cover - 2**73 ids in one ms
-                _last_ms += 1
-                ms = _last_ms
-                _counter = 0
-        rand = _counter
+            _counter = (int.from_bytes(os.urandom(10), "big") >> 7) - 1
+        start = _counter + 1
+        _counter += n
+        if _counter > _MASK74:  # pragma: no cover - 2**73 ids in one ms
+            _last_ms += 1
+            start, _counter = 0, n - 1
+        return _last_ms, start
+
+
+def _format(ms: int, rand: int) -> str:
     h = "%032x" % ((ms << 80) | _VERSION | ((rand >> 62) << 64) | _VARIANT | (rand & _MASK62))
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
-def id_block(size: int = 4096) -> "Iterator[str]":
+def new_id() -> str:
+    """A new UUIDv7 string."""
+    return _format(*_reserve(1))
+
+
+def id_block(size: int = 4096) -> Iterator[str]:
     """An endless iterator of new ids for one bulk write: reserves ``size``
     counter values at a time, so each id costs one format call."""
-    global _last_ms, _counter
     while True:
-        ms = time.time_ns() // 1_000_000
-        with _lock:
-            if ms > _last_ms:
-                _last_ms = ms
-                _counter = int.from_bytes(os.urandom(10), "big") >> 7
-            else:
-                ms = _last_ms
-            start = _counter + 1
-            _counter += size
-            if _counter > _MASK74:  # pragma: no cover
-                _last_ms += 1
-                ms = _last_ms
-                start, _counter = 0, size
-        head = (ms << 80) | _VERSION | _VARIANT
+        ms, start = _reserve(size)
         for rand in range(start, start + size):
-            h = "%032x" % (head | ((rand >> 62) << 64) | (rand & _MASK62))
-            yield f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+            yield _format(ms, rand)
