@@ -93,52 +93,18 @@ def _dt_of(us: int) -> _dt.datetime:
     return got
 
 
-def row_to_fact(r: Row, now: int, namespace: str, timezone: str = "UTC") -> Fact:
-    """Build a :class:`Fact` from a stored row (hot path: fills ``__dict__``
-    directly instead of going through the frozen dataclass ``__init__``)."""
-    vf = r.vf
-    vt = r.vt
-    st = r.st
-    lit = r.object_lit
-    props = r.properties
-    f = _new_fact(Fact)
-    f.__dict__.update(
-        id=r.fact_id,
-        subject=r.subject_name or "",
-        predicate=r.predicate_name or "",
-        object=decode_literal(lit) if lit is not None else r.object_name,
-        valid_from=None if vf == MIN_US else _dt_of(vf),
-        valid_to=None if vt == MAX_US else _dt_of(vt),
-        system_from=_dt_of(r.sf),
-        system_to=None if st == MAX_US else _dt_of(st),
-        confidence=r.confidence,
-        source=r.source,
-        episode_id=r.episode_id,
-        properties=load_props(props) if props else {},
-        invalidated_by=r.invalidated_by,
-        current=st == MAX_US and vf <= now < vt,
-        literal=lit is not None,
-        valid_from_precision=None if vf == MIN_US else _PRECS[r.vf_prec],
-        valid_to_precision=None if vt == MAX_US else _PRECS[r.vt_prec],
-        version=r.version,
-        namespace=namespace,
-        ended_reason=r.close_kind,
-        timezone=timezone,
-    )
-    return f
-
-
-def tuple_to_fact(t: Sequence[Any], now: int, namespace: str, timezone: str,
-                  entity_names: Mapping[int, str], predicate_names: Mapping[int, str]) -> Fact:
-    """Build a :class:`Fact` from a read-path tuple (``store.base.READ_COLUMNS``)."""
-    (fact_id, version, sid, pid, oid, lit, vf, vf_prec, vt, vt_prec, sf, st, confidence,
-     source, episode_id, props, invalidated_by, close_kind) = t
+def _fact(fact_id: str, version: int, subject: str, predicate: str, object_name: str | None, lit: str | None,
+          vf: int, vf_prec: int, vt: int, vt_prec: int, sf: int, st: int, confidence: float, source: str | None,
+          episode_id: str | None, props: str | None, invalidated_by: str | None, close_kind: str | None,
+          now: int, namespace: str, timezone: str) -> Fact:
+    """Build a :class:`Fact` (hot path: fills ``__dict__`` directly instead of
+    going through the frozen dataclass ``__init__``)."""
     f = _new_fact(Fact)
     f.__dict__.update(
         id=fact_id,
-        subject=entity_names.get(sid, ""),
-        predicate=predicate_names.get(pid, ""),
-        object=decode_literal(lit) if lit is not None else entity_names.get(oid),
+        subject=subject,
+        predicate=predicate,
+        object=decode_literal(lit) if lit is not None else object_name,
         valid_from=None if vf == MIN_US else _dt_of(vf),
         valid_to=None if vt == MAX_US else _dt_of(vt),
         system_from=_dt_of(sf),
@@ -158,3 +124,20 @@ def tuple_to_fact(t: Sequence[Any], now: int, namespace: str, timezone: str,
         timezone=timezone,
     )
     return f
+
+
+def row_to_fact(r: Row, now: int, namespace: str, timezone: str = "UTC") -> Fact:
+    """Build a :class:`Fact` from a stored row that carries its names."""
+    return _fact(r.fact_id, r.version, r.subject_name or "", r.predicate_name or "", r.object_name, r.object_lit,
+                 r.vf, r.vf_prec, r.vt, r.vt_prec, r.sf, r.st, r.confidence, r.source, r.episode_id,
+                 r.properties, r.invalidated_by, r.close_kind, now, namespace, timezone)
+
+
+def tuple_to_fact(t: Sequence[Any], now: int, namespace: str, timezone: str,
+                  entity_names: Mapping[int, str], predicate_names: Mapping[int, str]) -> Fact:
+    """Build a :class:`Fact` from a read-path tuple (``store.base.READ_COLUMNS``)."""
+    (fact_id, version, sid, pid, oid, lit, vf, vf_prec, vt, vt_prec, sf, st, confidence,
+     source, episode_id, props, invalidated_by, close_kind) = t
+    return _fact(fact_id, version, entity_names.get(sid, ""), predicate_names.get(pid, ""),
+                 entity_names.get(oid) if oid is not None else None, lit, vf, vf_prec, vt, vt_prec, sf, st,
+                 confidence, source, episode_id, props, invalidated_by, close_kind, now, namespace, timezone)

@@ -203,15 +203,18 @@ class Memory(EvidenceMixin, IdentityMixin):
                 if r.st == MAX_US or r.version == row.version:
                     return row_to_fact(r, self._now_us(), self.namespace, self._tzname)
             raise FactNotFoundError(f"fact {row.fact_id} vanished")  # pragma: no cover
+        return row_to_fact(self._named(row), self._now_us(), self.namespace, self._tzname)
+
+    def _named(self, row: Row) -> Row:
+        """``row`` with its display names, from the store's name caches."""
         ids = [row.subject_id] if row.object_id is None else [row.subject_id, row.object_id]
         names = self._store.entity_names(ids)
         pred = self._store.predicate_by_id(row.predicate_id)
-        named = row.copy(
+        return row.copy(
             subject_name=names.get(row.subject_id, ""),
             predicate_name=pred.name if pred is not None else "",
             object_name=names.get(row.object_id) if row.object_id is not None else None,
         )
-        return row_to_fact(named, self._now_us(), self.namespace, self._tzname)
 
     def add_fact(
         self,
@@ -350,7 +353,7 @@ class Memory(EvidenceMixin, IdentityMixin):
         with self._store.write() as tx:
             work = self._work(tx)
             old = self._believed(tx, work, fact_id)
-            old_fact = row_to_fact(self._with_names(old), 0, self.namespace, self._tzname)
+            old_fact = row_to_fact(self._named(old), 0, self.namespace, self._tzname)
             item: dict[str, Any] = {
                 "subject": old_fact.subject, "predicate": old_fact.predicate, "object": old_fact.object,
                 "valid_from": None if old.vf == MIN_US else TimePoint(old.vf, Precision(old.vf_prec)),
@@ -370,12 +373,6 @@ class Memory(EvidenceMixin, IdentityMixin):
             result, _ = work.place(cand, single=single, keep=old)
             self._flush(tx, work)
         return self._fact_by_row(result, work)
-
-    def _with_names(self, r: Row) -> Row:
-        got = self._store.query(FactQuery(self._ns, fact_ids=[r.fact_id], all_versions=True))
-        named = next((x for x in got if x.version == r.version), None) or (got[-1] if got else r)
-        return r.copy(subject_name=named.subject_name, predicate_name=named.predicate_name,
-                      object_name=named.object_name)
 
     def _unsupersede(self, tx: WriteTx, work: TxWork, fact_id: str) -> None:
         """Restore the values that ``fact_id`` had superseded (it was never true)."""
