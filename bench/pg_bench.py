@@ -3,7 +3,7 @@
 
 Run:  .venv/bin/python bench/pg_bench.py [--pg postgresql://postgres@127.0.0.1:5432/test]
                                          [--size 100000] [--window 2000] [--queries 2000]
-                                         [--icews-limit 0] [--writers 1,4,8] [--per-writer 400]
+                                         [--icews-limit 0] [--writers 1,2,4,8] [--per-writer 400]
                                          [--json out.json|-]
 
 Measured for each backend, on a fresh store (SQLite: a file in a temp dir;
@@ -22,7 +22,7 @@ PostgreSQL: a fresh schema of the --pg database, dropped afterwards):
   latency (p50 / p99) on the filled store;
 * ICEWS bulk: the 271k rows of ``shared/data/tkg/icews_combined_named.tsv`` in
   one ``add_facts`` call (goal on PostgreSQL: >= 20,000 facts/s);
-* concurrent writers: 1, 4 and 8 processes, each making --per-writer
+* concurrent writers: 1, 2, 4 and 8 processes, each making --per-writer
   ``add_fact`` calls on its own subjects (a third of them on a single-valued
   predicate), started together; aggregate writes/s over the wall time
   (PostgreSQL also with synchronous_commit=off).
@@ -202,7 +202,7 @@ def main() -> int:
     ap.add_argument("--window", type=int, default=2000)
     ap.add_argument("--queries", type=int, default=2000)
     ap.add_argument("--icews-limit", type=int, default=0)
-    ap.add_argument("--writers", default="1,4,8")
+    ap.add_argument("--writers", default="1,2,4,8")
     ap.add_argument("--per-writer", type=int, default=400)
     ap.add_argument("--skip", default="", help="comma list of parts to skip: workload,icews,writers")
     ap.add_argument("--json", default=None)

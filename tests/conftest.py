@@ -65,6 +65,9 @@ def _empty_schema(con: Any, name: str) -> None:
         con.execute("SET LOCAL session_replication_role = replica")  # no FK checks while emptying
         for t in tables:
             con.execute(f'DELETE FROM "{name}"."{t}"')
+        # the system clock (a sequence, see 0003_concurrent_writes.sql) starts over too
+        if con.execute("SELECT to_regclass(%s)", (f'"{name}".chronomem_clock',)).fetchone()[0] is not None:
+            con.execute(f"SELECT setval('\"{name}\".chronomem_clock', -9223372036854775807)")
 
 
 def pg_schema_url(request: pytest.FixtureRequest) -> str:

@@ -292,27 +292,46 @@ def test_the_embedder_works_with_the_network_off(tmp_path: Path) -> None:
     assert out.stdout.strip() == "ok"
 
 
-def test_ann_cache_matches_exact_and_persists(tmp_path: Path, embedder: object) -> None:
+_ANN_TEXTS = [f"{w} note number {i}" for i, w in enumerate(
+    ["garden", "kayak", "pottery", "violin", "marathon", "recipe", "puppy", "tax", "chess", "camping"] * 4)]
+
+
+def test_ann_index_matches_exact_search(make_memory: Any, embedder: object) -> None:
+    """On every backend: above ``ann_threshold`` the HNSW index answers like
+    the exact search, and new episodes reach it incrementally."""
     pytest.importorskip("hnswlib", reason="the optional ANN extra (hnswlib) is not installed")
     import dataclasses
 
-    db = tmp_path / "ann.db"
-    m = chronomem.open(db)
-    texts = [f"{w} note number {i}" for i, w in enumerate(
-        ["garden", "kayak", "pottery", "violin", "marathon", "recipe", "puppy", "tax", "chess", "camping"] * 4)]
-    m.add_episodes([{"text": t, "session": f"s{i % 3}"} for i, t in enumerate(texts)])
+    m = make_memory()
+    m.add_episodes([{"text": t, "session": f"s{i % 3}"} for i, t in enumerate(_ANN_TEXTS)])
     exact = SearchConfig.preset("dense")
     ann = dataclasses.replace(exact, ann_threshold=10)
     for q in ("playing the violin", "a trip to the mountains with a tent"):
         a = [h.episode.id for h in m.search(q, config=ann, view="raw", k=5)]
         e = [h.episode.id for h in m.search(q, config=exact, view="raw", k=5)]
         assert len(set(a) & set(e)) >= 4
-    assert list(tmp_path.glob("ann.db.ann-*.bin"))
     m.add_episode("one more about the violin", session="s0")  # incremental add
     assert "violin" in m.search("violin", config=ann, view="as_world", k=1)[0].episode.text
+
+
+def test_ann_cache_persists_beside_the_sqlite_file(tmp_path: Path, embedder: object) -> None:
+    """SQLite only: the index is a cache file beside the database file (a
+    server store keeps it in the client process), reused when reopened."""
+    pytest.importorskip("hnswlib", reason="the optional ANN extra (hnswlib) is not installed")
+    import dataclasses
+
+    db = tmp_path / "ann.db"
+    ann = dataclasses.replace(SearchConfig.preset("dense"), ann_threshold=10)
+    m = chronomem.open(db)
+    m.add_episodes([{"text": t, "session": f"s{i % 3}"} for i, t in enumerate(_ANN_TEXTS)])
+    first = [h.episode.id for h in m.search("violin", config=ann, view="raw", k=3)]
     m.close()
-    m2 = chronomem.open(db)  # the persisted cache is reused
-    assert m2.search("violin", config=ann, view="raw", k=3)
+    files = list(tmp_path.glob("ann.db.ann-*.bin"))
+    assert files
+    stamp = files[0].stat().st_mtime_ns
+    m2 = chronomem.open(db)  # the persisted cache is reused, not rebuilt
+    assert [h.episode.id for h in m2.search("violin", config=ann, view="raw", k=3)] == first
+    assert files[0].stat().st_mtime_ns == stamp
     m2.close()
 
 

@@ -214,3 +214,39 @@ def test_a_failed_write_releases_the_write_lock(pg_url: str) -> None:
         assert done, "another store could not take the write lock"
         assert m.add_fact("H", "knows", "I").object == "I"
         assert sorted(f.subject for f in m.facts()) == ["A", "F", "H"]
+
+
+def test_upgrading_to_the_sequence_clock_keeps_system_time_monotonic() -> None:
+    """A store written before 0003 kept its clock in meta('last_system_time');
+    0003 moves it to a sequence, and system time still never goes back."""
+    import uuid
+
+    from chronomem.store.migrations import load_migrations
+
+    schema = "t_up_" + uuid.uuid4().hex[:12]
+    url = f"{pg_test_url()}{'&' if '?' in pg_test_url() else '?'}schema={schema}"
+    conninfo, _ = split_schema(url)
+    with psycopg.connect(conninfo, autocommit=True) as con:
+        con.execute(f'CREATE SCHEMA "{schema}"')
+    try:
+        with _sql(url) as con:
+            con.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+                        "applied_at BIGINT NOT NULL)")
+            for number, name, sql in load_migrations("postgres"):
+                if number < 3:
+                    con.execute(sql)
+                    con.execute("INSERT INTO schema_migrations VALUES (%s, %s, 0)", (number, name))
+            y2031 = int((_dt.datetime(2031, 1, 1, tzinfo=UTC) - _dt.datetime(1970, 1, 1, tzinfo=UTC))
+                        / _dt.timedelta(microseconds=1))
+            con.execute("INSERT INTO meta (key, value) VALUES ('last_system_time', %s) "
+                        "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value", (str(y2031),))
+        with chronomem.open(url, clock=FakeClock("2025-01-01T00:00:00Z")) as m:
+            store = m.store
+            assert isinstance(store, PostgresStore) and store.schema_version() >= 3
+            f = m.add_fact("Kai", "likes", "Tea")
+            assert f.system_from > _dt.datetime(2031, 1, 1, tzinfo=UTC)
+        with _sql(url) as con:
+            assert con.execute("SELECT count(*) FROM meta WHERE key = 'last_system_time'").fetchone() == (0,)
+    finally:
+        with psycopg.connect(conninfo, autocommit=True) as con:
+            con.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')

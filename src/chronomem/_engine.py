@@ -21,7 +21,7 @@ Rules (``docs/concepts/time.md`` states them for users):
 
 from __future__ import annotations
 
-from bisect import bisect_right, insort
+from bisect import bisect_left, bisect_right, insort
 from typing import Callable, Iterable
 
 from .store.base import ObjKey, Row
@@ -61,10 +61,17 @@ class GroupState:
 
     def remove(self, r: Row) -> None:
         lst = self.by_obj[r.okey]
-        for i, x in enumerate(lst):
-            if x is r:
-                del lst[i]
-                break
+        # the list is sorted by valid_from: look where r's start sorts first
+        i = bisect_left(lst, r.vf, key=_vf)
+        while i < len(lst) and lst[i] is not r and lst[i].vf == r.vf:
+            i += 1
+        if i < len(lst) and lst[i] is r:
+            del lst[i]
+        else:  # pragma: no cover - r's start changed after it was added
+            for i, x in enumerate(lst):
+                if x is r:
+                    del lst[i]
+                    break
         if not lst:
             del self.by_obj[r.okey]
 

@@ -21,6 +21,7 @@ from ._engine import TxWork
 from ._identity import IdentityMixin
 from .evidence.episodes import EvidenceMixin
 from .errors import (
+    ChronomemError,
     ConfirmationRequiredError,
     EntityNotFoundError,
     FactNotFoundError,
@@ -49,6 +50,7 @@ from .timeutil import (
     from_us,
     get_timezone,
     parse_time,
+    peek_clock,
     timezone_name,
     to_us,
 )
@@ -116,9 +118,7 @@ class Memory(EvidenceMixin, IdentityMixin):
         """The store clock's current time (UTC)."""
         if self._clock is None:
             return _dt.datetime.now(_dt.timezone.utc)
-        value = self._clock.peek() if hasattr(self._clock, "peek") else self._clock()
-        assert isinstance(value, _dt.datetime)
-        return value
+        return peek_clock(self._clock)
 
     def _now_us(self) -> int:
         return to_us(self.now())
@@ -132,6 +132,15 @@ class Memory(EvidenceMixin, IdentityMixin):
         if value is None:
             return None
         return parse_time(value, field, self.tz).us
+
+    def _known(self, value: TimeLike | None) -> int | None:
+        """A ``known_at`` argument as microseconds; the store first makes the
+        answer at that system time final (``Store.settle``), so a read "as
+        known at" T answers the same now and later."""
+        us = self._instant(value, "known_at")
+        if us is not None:
+            self._store.settle(us)
+        return us
 
     # -- name resolution -------------------------------------------------
     def _entity_for_write(self, tx: WriteTx, name: object, what: str = "entity") -> int:
@@ -194,6 +203,19 @@ class Memory(EvidenceMixin, IdentityMixin):
         if work.sources:
             tx.add_sources(work.sources)
 
+    @staticmethod
+    def _name_keys(*names: object, literal: bool = False) -> list[str]:
+        """The normalized keys of the names a write may create (an unreadable
+        name is left for the write itself to reject)."""
+        out = []
+        for i, name in enumerate(names):
+            if isinstance(name, str) and not (literal and i == len(names) - 1):
+                try:
+                    out.append(normalize_key(name, "name"))
+                except ChronomemError:
+                    pass
+        return out
+
     def _fact_by_row(self, row: Row, work: TxWork | None = None) -> Fact:
         """The public view of a version this memory just wrote (or found)."""
         if row.rowid is None and (work is None or id(row) not in work.new_rows):
@@ -246,8 +268,13 @@ class Memory(EvidenceMixin, IdentityMixin):
             "supersede": supersede,
             "literal": literal,
         }
-        with self._store.write() as tx:
+        # a shared write: writers of other (subject, predicate) groups run
+        # beside it (on PostgreSQL; SQLite has one writer anyway)
+        with self._store.write(shared=True) as tx:
+            tx.reserve_names(self._ns, self._name_keys(subject, object, literal=literal), self._name_keys(predicate))
             cand, single = self._candidate(tx, item)
+            tx.lock_groups([(cand.subject_id, cand.predicate_id)])
+            cand.sf = tx.now
             work = self._work(tx)
             result, status = work.place(cand, single=single)
             self._flush(tx, work)
@@ -323,7 +350,8 @@ class Memory(EvidenceMixin, IdentityMixin):
             okey = (oid, None)
         if sid is None or pred is None or okey == (None, None):
             raise FactNotFoundError(f"no fact {subject} -{predicate}-> {object} to invalidate")
-        with self._store.write() as tx:
+        with self._store.write(shared=True) as tx:
+            tx.lock_groups([(sid, pred.id)])
             work = self._work(tx)
             rows = list(work.group(sid, pred.id).by_obj.get(okey, []))
             target = next((r for r in rows if r.vf < end.us < r.vt), None)
@@ -452,7 +480,7 @@ class Memory(EvidenceMixin, IdentityMixin):
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
             raise InvalidInputError(f"limit must be a non-negative integer, not {limit!r}")
         as_of_us = self._instant(as_of, "as_of")
-        known_us = self._instant(known_at, "known_at")
+        known_us = self._known(known_at)
         subject_ids = None
         if subject is not None:
             sid = self._entity_for_read(subject, "subject", known_us)
@@ -548,10 +576,10 @@ class Memory(EvidenceMixin, IdentityMixin):
 
     def fact(self, fact_id: str, *, known_at: TimeLike | None = None) -> Fact:
         """One fact by id: the version believed at ``known_at`` (default now)."""
+        at = self._known(known_at)
         rows = self._store.query(FactQuery(self._ns, fact_ids=[fact_id], all_versions=True))
         if not rows:
             raise FactNotFoundError(f"no fact with id {fact_id!r} in namespace {self.namespace!r}")
-        at = self._instant(known_at, "known_at")
         now = self._now_us()
         for r in rows:
             if (at is None and r.st == MAX_US) or (at is not None and r.sf <= at < r.st):

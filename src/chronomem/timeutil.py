@@ -17,7 +17,7 @@ import threading
 from dataclasses import dataclass
 from enum import IntEnum
 from functools import lru_cache
-from typing import Callable, Protocol, Union
+from typing import Any, Callable, Protocol, Union
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .errors import InvalidInputError, InvalidTimeError
@@ -35,6 +35,7 @@ __all__ = [
     "from_us",
     "get_timezone",
     "parse_time",
+    "peek_clock",
     "period_end",
     "to_us",
 ]
@@ -298,6 +299,14 @@ class Clock(Protocol):
     """Where system time comes from: a callable returning an aware datetime."""
 
     def __call__(self) -> _dt.datetime: ...
+
+
+def peek_clock(clock: Any) -> _dt.datetime:
+    """The clock's current time without advancing it (a clock with a
+    ``peek()`` method, like :class:`FakeClock`, is peeked, not called)."""
+    value = clock.peek() if hasattr(clock, "peek") else clock()
+    assert isinstance(value, _dt.datetime)
+    return value
 
 
 class SystemClock:

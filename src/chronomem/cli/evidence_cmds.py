@@ -74,7 +74,7 @@ def remember_cmd(text: str | None, file: Path | None, at: str | None, speaker: s
 @click.option("--until", metavar="TIME", help="Only episodes that occurred before this time.")
 @click.option("--preset", type=click.Choice(["hybrid", "lexical", "dense", "recent"]), default="hybrid",
               show_default=True, help="Search configuration preset.")
-@click.option("--explain", is_flag=True, help="Show the score parts (bm25, dense, fused, time) of each hit.")
+@click.option("--explain", is_flag=True, help="Show the score parts (bm25, dense, fused, time, session) of each hit.")
 @click.option("--facts", "facts_mode", is_flag=True,
               help="Search fact entity and predicate names instead of episodes (substring match).")
 @click.option("--as-of", metavar="TIME", help="Only facts valid at this time (implies --facts).")
@@ -103,7 +103,8 @@ def search_cmd(query: str, view: str, at: str | None, k: int, session: str | Non
             if explain:
                 p = h.parts
                 con.print(f"    fused {p.fused:.4f} · bm25 {_num(p.bm25)} (rank {p.bm25_rank or '-'}) · "
-                          f"dense {_num(p.dense)} (rank {p.dense_rank or '-'}) · time {p.time:.4f}", style="dim")
+                          f"dense {_num(p.dense)} (rank {p.dense_rank or '-'}) · time {p.time:.4f} · "
+                          f"session {p.session:.4f}", style="dim")
             for note in h.facts:
                 con.print(f"    {'fact' if note.current else 'history'}: {note.line()}")
 

@@ -11,7 +11,10 @@ import datetime as _dt
 import json
 import logging
 import math
+import os
 import re
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Sequence, cast
 
 from .._ids import new_id
@@ -21,7 +24,7 @@ from ..errors import StoreError
 from ..store.base import EpisodeFilter, EpisodeRecord, EpisodeStore, EpisodeWriteTx, FactQuery, Store, WriteTx
 from ..timeutil import Precision, TimeLike, from_us, to_us
 from .embed import Embedder, default_embedder
-from .fusion import rrf_contributions
+from .fusion import group_boost, rrf_contributions
 from .lexical import cjk_bigrams, fts_query, query_terms
 from .models import (
     MAX_EPISODE_CHARS,
@@ -53,6 +56,30 @@ _WHEN_QUESTION = re.compile(
     r"how long (?:ago|has|have|had|did|was|were)\b)|\b(?:when did|when was|when is|when will|since when)\b",
     re.I,
 )
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _embed_pool() -> ThreadPoolExecutor:
+    """The worker that embeds a search's query while the lexical side runs."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="chronomem-embed")
+        return _POOL
+
+
+def _forget_pool_in_child() -> None:
+    """A forked child has none of the parent's threads: it starts its own pool."""
+    global _POOL, _POOL_LOCK
+    _POOL = None
+    _POOL_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_in_child)
 
 
 class EpisodeNotFoundError(NotFoundError):
@@ -496,6 +523,8 @@ class EvidenceMixin:
         if not isinstance(cfg, SearchConfig):
             raise InvalidInputError("config must be a SearchConfig or a preset name")
         at_us = self.parse_time(at, "at").us if at is not None else self._now_us()
+        if at is not None and view != "raw":
+            self._store.settle(at_us)  # the view at a past time is final (Store.settle)
         f = EpisodeFilter(
             self._ns,
             recorded_by=at_us if view != "raw" else None,
@@ -505,32 +534,40 @@ class EvidenceMixin:
             until=self.parse_time(until, "until").us if until is not None else None,
         )
         pool = max(cfg.pool, k * 3)
-        lexical: list[tuple[int, float]] = []
-        if cfg.lexical_weight > 0:
-            match = fts_query(query)
-            if match is not None:
-                prune = getattr(self._store, "prune_common_terms", None)
-                if prune is not None and cfg.lexical_df_cap > 0:
-                    match = prune(match, cfg.lexical_df_cap)
-                lexical = self._es.lexical_search(match, f, pool, cfg.bm25_weights)
-        dense: list[tuple[int, float]] = []
+        # the dense side's set-up first, so the query embedding (onnxruntime
+        # releases the GIL) runs in a worker thread while SQLite ranks BM25
         emb = self.embedder if cfg.dense_weight > 0 else None
-        if emb is not None:
-            model = self._es.embedding_model(emb.name)
-            if model is not None:
-                if model[1] != emb.dim:
-                    raise InvalidInputError(f"embedder {emb.name!r} has {emb.dim} dimensions, the store {model[1]}")
-                cache = self._vector_cache()
-                slot = cache.slot(self._es, self._ns, model[0], model[1])
-                if slot.size:
-                    qvec = emb.embed([query], "query")[0]
-                    superseded = self._es.superseded_episodes(self._ns) if f.not_superseded_at else []
-                    got = None
-                    if slot.size >= cfg.ann_threshold:
-                        got = cache.ann_search(slot, qvec, pool, f, superseded, cfg.dense_context,
-                                               getattr(self._store, "path", None), (self._ns, model[0]))
-                    dense = got if got is not None else cache.search(slot, qvec, pool, f, superseded,
-                                                                     cfg.dense_context)
+        model = self._es.embedding_model(emb.name) if emb is not None else None
+        slot = None
+        qfuture: Future[Any] | None = None
+        if emb is not None and model is not None:
+            if model[1] != emb.dim:
+                raise InvalidInputError(f"embedder {emb.name!r} has {emb.dim} dimensions, the store {model[1]}")
+            slot = self._vector_cache().slot(self._es, self._ns, model[0], model[1])
+            if slot.size:
+                qfuture = _embed_pool().submit(emb.embed, [query], "query")
+        lexical: list[tuple[int, float]] = []
+        try:
+            if cfg.lexical_weight > 0:
+                match = fts_query(query)
+                if match is not None:
+                    prune = getattr(self._store, "prune_common_terms", None)
+                    if prune is not None and cfg.lexical_df_cap > 0:
+                        match = prune(match, cfg.lexical_df_cap)
+                    lexical = self._es.lexical_search(match, f, pool, cfg.bm25_weights)
+        finally:
+            if qfuture is not None:
+                wait([qfuture])  # never leave the worker running past this call
+        qvec = qfuture.result()[0] if qfuture is not None else None
+        dense: list[tuple[int, float]] = []
+        if qvec is not None and slot is not None and model is not None:
+            cache = self._vector_cache()
+            superseded = self._es.superseded_episodes(self._ns) if f.not_superseded_at else []
+            got = None
+            if slot.size >= cfg.ann_threshold:
+                got = cache.ann_search(slot, qvec, pool, f, superseded, cfg.dense_context,
+                                       getattr(self._store, "path", None), (self._ns, model[0]))
+            dense = got if got is not None else cache.search(slot, qvec, pool, f, superseded, cfg.dense_context)
         return self._fuse(query, lexical, dense, cfg, at_us, k, view)
 
     def _fuse(self, query: str, lexical: list[tuple[int, float]], dense: list[tuple[int, float]],
@@ -571,10 +608,10 @@ class EvidenceMixin:
             for rowid, rec in recs.items():
                 if rec.speaker and set(query_terms(rec.speaker, keep_stopwords=True)) & qwords:
                     bonus[rowid] = bonus.get(rowid, 0.0) + cfg.speaker_weight
-        ranked = sorted(
-            ((rowid, sum(p) + bonus.get(rowid, 0.0)) for rowid, p in parts.items() if rowid in recs),
-            key=lambda x: (-x[1], x[0]),
-        )
+        base = {rowid: sum(p) + bonus.get(rowid, 0.0) for rowid, p in parts.items() if rowid in recs}
+        final = group_boost(base, {rowid: recs[rowid].session for rowid in base}, cfg.session_weight,
+                            cfg.session_top)
+        ranked = sorted(final.items(), key=lambda x: (-x[1], x[0]))
         # facts citing the candidates, as known at `at`, for annotation and the as_world view
         cand = [rowid for rowid, _ in ranked[: max(k * 4, 40)]]
         cites: dict[str, list[str]] = {}
@@ -608,6 +645,7 @@ class EvidenceMixin:
                 parts=ScoreParts(
                     fused=score, bm25=lr[1] if lr else None, bm25_rank=lr[0] if lr else None,
                     dense=dr[1] if dr else None, dense_rank=dr[0] if dr else None, time=bonus.get(rowid, 0.0),
+                    session=score - base[rowid],
                 ),
                 facts=notes,
             ))

@@ -82,7 +82,9 @@ class FactNote(_Dictable):
 
 @dataclass(frozen=True)
 class ScoreParts(_Dictable):
-    """Why a hit ranks where it does. Ranks are 1-based (None: not in that list)."""
+    """Why a hit ranks where it does. Ranks are 1-based (None: not in that list).
+    ``time``: the time terms' bonus; ``session``: what session propagation
+    added (``fused`` includes both)."""
 
     fused: float
     bm25: float | None = None
@@ -90,6 +92,7 @@ class ScoreParts(_Dictable):
     dense: float | None = None
     dense_rank: int | None = None
     time: float = 0.0
+    session: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -157,23 +160,38 @@ class SearchConfig:
     * ``when_weight``: added, for questions that ask for a time ("when ...",
       "what year ...", "how long ago ..."), to episodes whose text mentions one.
     * ``speaker_weight``: added to episodes said by a speaker the question names.
+    * ``session_weight`` / ``session_top``: session-level score propagation.
+      After the terms above, every candidate gains ``session_weight`` times
+      the sum of the ``session_top`` best scores among the candidates of its
+      session (itself included; episodes without a session gain nothing), so
+      a turn of the conversation that matches the question as a whole
+      outranks an equally good turn of one that does not. The order inside a
+      session never changes. 0 switches it off.
     """
 
     lexical_weight: float = 1.0
     dense_weight: float = 0.7
     rrf_k: float = 10.0
-    bm25_weights: tuple[float, float, float, float] = (1.0, 0.5, 0.3, 0.4)
+    bm25_weights: tuple[float, float, float, float] = (1.0, 1.0, 0.6, 0.4)
     pool: int = 100
-    dense_context: float = 0.5
+    dense_context: float = 0.3
     ann_threshold: int = 50_000
     lexical_df_cap: int = 50_000
     time_weight: float = 0.0
     time_half_life_days: float = 30.0
-    mention_weight: float = 0.004
+    mention_weight: float = 0.05
     when_weight: float = 0.04
     speaker_weight: float = 0.0
+    session_weight: float = 0.8
+    session_top: int = 1
 
     PRESETS = ("hybrid", "lexical", "dense", "recent")
+
+    def __post_init__(self) -> None:
+        if self.session_weight < 0:
+            raise InvalidInputError(f"session_weight must be non-negative, not {self.session_weight!r}")
+        if isinstance(self.session_top, bool) or not isinstance(self.session_top, int) or self.session_top < 1:
+            raise InvalidInputError(f"session_top must be a positive integer, not {self.session_top!r}")
 
     @classmethod
     def preset(cls, name: str) -> "SearchConfig":

@@ -110,7 +110,8 @@ def recall(mem: "Memory", question: str, *, at: object = None, budget_tokens: in
             if f.id not in seen_facts:
                 seen_facts.add(f.id)
                 facts.append(f)
-    hits = mem.search(question, k=k, view="as_world", at=when)
+    # at=None searches as of now without settling a past system time
+    hits = mem.search(question, k=k, view="as_world", at=when if at is not None else None)
     items: list[RecallItem] = []
     used = 0
     header = "Facts (valid at " + when.date().isoformat() + "):"

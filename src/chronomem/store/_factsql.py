@@ -33,12 +33,18 @@ InClause = Callable[[str, Sequence[Any], list[Any]], str]
 
 
 def compose_fact_sql(q: FactQuery, head: str, union_order: str, ph: str, in_: InClause,
-                     nothing: str) -> tuple[str, list[Any]]:
+                     nothing: str, valid_from_max: int | None = None) -> tuple[str, list[Any]]:
     """SQL and parameters for ``q``. ``head`` is the ``SELECT ... FROM facts f``
     part; ``union_order`` orders a two-branch ``UNION ALL`` by column number;
-    ``nothing`` is the backend's always-false condition."""
+    ``nothing`` is the backend's always-false condition. ``valid_from_max``
+    adds ``f.valid_from <= valid_from_max``: a backend that knows the first
+    ``q.limit`` rows all start by then uses it so the sort before the LIMIT
+    sees only those rows, not all of a busy entity's."""
     common: list[str] = []
     cparams: list[Any] = []
+    if valid_from_max is not None:
+        common.append(f"f.valid_from <= {ph}")
+        cparams.append(valid_from_max)
     if not q.all_versions:
         if q.known_at is None:
             common.append(f"f.system_to = {MAX_US}")

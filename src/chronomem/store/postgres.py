@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..errors import MissingExtraError, SchemaVersionError, StoreError
-from ..timeutil import MAX_US, SystemClock, to_us
+from ..timeutil import MAX_US, SystemClock, peek_clock, to_us
 from .base import EntityRecord, EpisodeStore, FactQuery, PredicateRecord, Row
 from ._factsql import SELECT_FACT, SELECT_READ, compose_fact_sql, distinct_rows
 from .migrations import load_migrations
@@ -130,6 +130,8 @@ class PostgresStore(PgEpisodeStoreMixin):
         self._names: dict[int, str] = {}
         self._pred_names: dict[int, str] = {}
         self._names_version = -1
+        # every system time up to this one is final (see settle)
+        self._settled = -(2**63)
         self._closed = False
 
     # -- lifecycle ------------------------------------------------------
@@ -239,23 +241,29 @@ class PostgresStore(PgEpisodeStoreMixin):
     # -- transactions ---------------------------------------------------
     def last_system_time(self) -> int:
         with self._conn() as conn:
-            row = conn.execute("SELECT value FROM meta WHERE key = 'last_system_time'").fetchone()
+            row = conn.execute("SELECT last_value FROM chronomem_clock").fetchone()
             return int(row[0]) if row else -(2**63)
 
     @contextmanager
-    def write(self) -> Iterator[PgTx]:
+    def write(self, *, shared: bool = False) -> Iterator[PgTx]:
+        """One atomic write transaction. ``shared=True`` lets it run beside
+        other shared writes: the caller then locks what it touches with
+        :meth:`PgTx.reserve_names` and :meth:`PgTx.lock_groups` before reading
+        it (see ``0003_concurrent_writes.sql``); otherwise the transaction holds
+        the store's write lock exclusively."""
         current = getattr(self._local, "tx", None)
         if current is not None:
             yield current  # nested: part of the open transaction
             return
         if self._closed:
             raise StoreError("this memory is closed")
+        begin = "chronomem_begin_shared" if shared else "chronomem_begin_write"
         with self._write_lock, self._errors(), self._pool.connection() as conn:
             self._local.conn = conn
             try:
                 # BEGIN and the write lock in one round trip (simple query protocol)
                 cur = conn.execute(
-                    "BEGIN; SELECT now_us, names_version FROM chronomem_begin_write(%d)" % to_us(self._clock())
+                    "BEGIN; SELECT now_us, names_version FROM %s(%d)" % (begin, to_us(self._clock()))
                 )
                 cur.nextset()
                 row = cur.fetchone()
@@ -264,7 +272,7 @@ class PostgresStore(PgEpisodeStoreMixin):
                 if names_version != self._names_version:
                     self._clear_caches()
                     self._names_version = names_version
-                tx = PgTx(self, conn, now)
+                tx = PgTx(self, conn, now, shared=shared)
                 self._local.tx = tx
                 yield tx
                 tx.commit()
@@ -278,6 +286,19 @@ class PostgresStore(PgEpisodeStoreMixin):
             finally:
                 self._local.conn = None
                 self._local.tx = None
+
+    def settle(self, known_at: int) -> None:
+        """Make the answer of a read "as known at" ``known_at`` final: wait
+        until every write that began before has committed, and move the
+        system clock past ``known_at`` (when it is not in the future) so no
+        later write is stamped at or before it. Inside a transaction of this
+        thread it does nothing (the transaction's own snapshot is the answer)."""
+        if known_at <= self._settled or getattr(self._local, "conn", None) is not None:
+            return
+        with self._errors(), self._pool.connection() as conn:
+            row = conn.execute("SELECT chronomem_settle(%s, %s)", (known_at, to_us(peek_clock(self._clock)))).fetchone()
+        assert row is not None
+        self._settled = max(self._settled, int(row[0]))
 
     def _rollback(self, conn: Any, unlock: bool = False) -> None:
         try:

@@ -7,9 +7,11 @@ holds the store's write lock (see ``docs/architecture.md``, "Concurrency").
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from typing import TYPE_CHECKING, Any, Sequence
 
+from ..errors import StoreError
 from ..timeutil import MAX_US
 from .base import PredicateRecord, Row
 from .postgres_episodes import PgEpisodeTxMixin
@@ -54,10 +56,16 @@ def _bump_names(conn: "psycopg.Connection[Any]") -> None:
 class PgTx(PgEpisodeTxMixin):
     """Write primitives bound to an open PostgreSQL transaction."""
 
-    def __init__(self, store: "PostgresStore", conn: "psycopg.Connection[Any]", now: int) -> None:
+    def __init__(self, store: "PostgresStore", conn: "psycopg.Connection[Any]", now: int, *,
+                 shared: bool = False) -> None:
         self.store = store
         self._conn = conn
         self.now = now
+        # a shared write (see PostgresStore.write): it may touch only the
+        # groups it locked, and ticks its system time once they are locked
+        self.shared = shared
+        self._locked_groups: set[tuple[int, int]] = set()
+        self._held: set[int] = set()
         # bulk mode (see entity_id): namespaces whose every name key is in the
         # entity cache, and entities created but not yet sent to the server
         self._misses: dict[int, int] = {}
@@ -98,7 +106,8 @@ class PgTx(PgEpisodeTxMixin):
             # commit (asynchronously), release the write lock, then wait for
             # the WAL flush with an empty synchronous transaction: one round
             # trip, and the lock is not held during the flush
-            queued += [("COMMIT", ()), ("SELECT chronomem_end_write()", ()),
+            end = "SELECT chronomem_end_shared()" if self.shared else "SELECT chronomem_end_write()"
+            queued += [("COMMIT", ()), (end, ()),
                        ("BEGIN", ()), ("SELECT pg_current_xact_id()", ()), ("COMMIT", ())]
         if len(queued) == 1:
             self._conn.execute(queued[0][0], queued[0][1] or None)
@@ -131,6 +140,69 @@ class PgTx(PgEpisodeTxMixin):
             _bump_names(self.conn)
             self._names_bumped = True
 
+    # -- shared writes ---------------------------------------------------
+    def _lock_key(self, *parts: object) -> int:
+        """A 64-bit advisory lock key for ``parts`` in this store's schema
+        (the single-bigint key space, apart from the two-int4 store locks)."""
+        digest = hashlib.blake2b(repr((self.store.schema, *parts)).encode(), digest_size=8).digest()
+        return int.from_bytes(digest, "big", signed=True)
+
+    def reserve_names(self, ns_id: int, entity_keys: Sequence[str], predicate_keys: Sequence[str]) -> None:
+        """Shared writes: lock every name this transaction may create (the
+        ones not known yet), in one sorted round trip, so two writers never
+        create one name twice and never wait on each other in a cycle."""
+        if not self.shared:
+            return
+        keys = {self._lock_key("e", ns_id, k) for k in entity_keys if (ns_id, k) not in self.store._entity_cache}
+        keys |= {self._lock_key("p", ns_id, k) for k in predicate_keys if (ns_id, k) not in self.store._pred_cache}
+        self._take_locks(sorted(keys - self._held))
+
+    def lock_groups(self, groups: Sequence[tuple[int, int]]) -> None:
+        """Shared writes: lock the (subject, predicate) groups this
+        transaction writes (sorted, one round trip) and only then take its
+        system time, so within a group versions are stamped in commit order."""
+        if not self.shared:
+            return
+        if self._locked_groups:
+            raise StoreError("a shared write locks its groups once, before it reads them")
+        self._locked_groups = set(groups)
+        keys = sorted({self._lock_key("g", s, p) for s, p in groups} - self._held)
+        self._take_locks(keys, tick=True, groups=sorted(self._locked_groups))
+
+    def _take_locks(self, keys: Sequence[int], *, tick: bool = False,
+                    groups: Sequence[tuple[int, int]] = ()) -> None:
+        """Take advisory locks; with ``tick``, then take the system time and
+        read the believed versions of ``groups`` (served by believed_rows),
+        all in one round trip. Each statement runs after the one before it,
+        so the reads see every write committed before the locks were granted."""
+        if not keys and not tick:
+            return
+        conn = self.conn
+        self._held.update(keys)
+        clock = conn.cursor()
+        reads = [conn.cursor() for _ in groups]
+        with conn.pipeline():
+            for k in keys:
+                conn.cursor().execute("SELECT pg_advisory_xact_lock(%s)", (k,))
+            if tick:
+                clock.execute("SELECT chronomem_tick(%s)", (self.now,))
+            for cur, (s, p) in zip(reads, groups):
+                cur.execute(
+                    f"SELECT {RAW_COLS} FROM facts WHERE subject_id = %s AND system_to = {MAX_US} "
+                    "AND predicate_id = %s", (s, p),
+                )
+        if tick:
+            row = clock.fetchone()
+            assert row is not None
+            self.now = int(row[0])
+        for cur, group in zip(reads, groups):
+            self._prefetched[group] = [Row(*r) for r in cur.fetchall()]
+            self._prefetch_subjects.add(group[0])
+
+    def _check_group(self, subject_id: int, predicate_id: int) -> None:
+        if self.shared and (subject_id, predicate_id) not in self._locked_groups:
+            raise StoreError("internal error: a shared write read a group it has not locked")
+
     # -- entities -------------------------------------------------------
     def entity_id(self, ns_id: int, key: str) -> int | None:
         cache = self.store._entity_cache
@@ -145,7 +217,7 @@ class PgTx(PgEpisodeTxMixin):
             # the write lock nobody else adds names, so one read of all the
             # namespace's keys answers every later lookup without a round trip.
             misses = self._misses[ns_id] = self._misses.get(ns_id, 0) + 1
-            if misses == _BULK_MISSES:
+            if misses == _BULK_MISSES and not self.shared:
                 for k, eid in self.conn.execute(
                     "SELECT key, entity_id FROM entity_keys WHERE ns_id = %s", (ns_id,)
                 ):
@@ -155,7 +227,23 @@ class PgTx(PgEpisodeTxMixin):
         cache[(ns_id, key)] = int(row[0])
         return int(row[0])
 
+    def _claim_name(self, kind: str, ns_id: int, key: str) -> bool:
+        """Shared writes: lock a name not reserved up front; ``True`` if
+        another writer created it meanwhile (the caller reads it again)."""
+        k = self._lock_key(kind, ns_id, key)
+        if not self.shared or k in self._held:
+            return False
+        self._take_locks([k])
+        table, col = ("entity_keys", "entity_id") if kind == "e" else ("predicate_keys", "predicate_id")
+        return self.conn.execute(
+            f"SELECT {col} FROM {table} WHERE ns_id = %s AND key = %s", (ns_id, key)
+        ).fetchone() is not None
+
     def create_entity(self, ns_id: int, key: str, name: str, type: str | None, properties: str | None) -> int:
+        if self._claim_name("e", ns_id, key):
+            got = self.entity_id(ns_id, key)
+            assert got is not None
+            return got
         if ns_id in self._complete:
             # bulk mode: ids from the sequence in blocks, rows sent by COPY
             # before the next statement of this transaction
@@ -223,6 +311,10 @@ class PgTx(PgEpisodeTxMixin):
         return cached if cached is not None else self.store.predicate(ns_id, key)
 
     def create_predicate(self, ns_id: int, key: str, name: str) -> PredicateRecord:
+        if self._claim_name("p", ns_id, key):
+            got = self.store.predicate(ns_id, key)
+            assert got is not None
+            return got
         row = self.conn.execute(
             "WITH p AS (INSERT INTO predicates (ns_id, key, name) VALUES (%s, %s, %s) RETURNING id) "
             "INSERT INTO predicate_keys (ns_id, key, predicate_id) SELECT %s, %s, id FROM p RETURNING predicate_id",
@@ -291,12 +383,13 @@ class PgTx(PgEpisodeTxMixin):
 
     def believed_rows(self, subject_id: int, predicate_id: int) -> list[Row]:
         group = (subject_id, predicate_id)
+        self._check_group(subject_id, predicate_id)
         if subject_id in self._prefetch_subjects and group not in self._served:
             rows = self._prefetched.pop(group, [])
         else:
             if group not in self._served:
                 self._believed_queries += 1
-                if self._believed_queries == _BULK_MISSES and not self._prefetch_tried:
+                if self._believed_queries == _BULK_MISSES and not self._prefetch_tried and not self.shared:
                     self._prefetch_believed(subject_id)
                     if subject_id in self._prefetch_subjects:
                         return self.believed_rows(subject_id, predicate_id)
@@ -448,9 +541,7 @@ class PgTx(PgEpisodeTxMixin):
             )
 
     def note_system_time(self, us: int) -> None:
-        self.conn.execute(
-            "UPDATE meta SET value = greatest(value::bigint, %s)::text WHERE key = 'last_system_time'", (us,)
-        )
+        self.conn.execute("SELECT chronomem_note(%s)", (us,))
 
     def record_operation(self, op_id: str, ns_id: int, kind: str, payload: str) -> None:
         self.conn.execute(

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 from ..errors import SchemaVersionError, StoreError, StoreLockedError
-from ..timeutil import MAX_US, SystemClock, to_us
+from ..timeutil import MAX_US, SystemClock, peek_clock, to_us
 from .base import EntityRecord, FactQuery, PredicateRecord, Row
 from ._factsql import SELECT_FACT, SELECT_READ, compose_fact_sql, distinct_rows
 from .migrations import load_migrations
@@ -31,6 +31,9 @@ from .sqlite_episodes import EpisodeStoreMixin
 from .sqlite_tx import SQLiteTx, _Checkpointer, _in, _split_sql
 
 __all__ = ["SQLiteStore"]
+
+# Above this many predicates on one entity, a LIMITed read sorts as before
+_CUTOFF_MAX_PREDICATES = 256
 
 log = logging.getLogger("chronomem.store.sqlite")
 
@@ -91,6 +94,8 @@ class SQLiteStore(EpisodeStoreMixin):
         self._sql_cache: dict[tuple[Any, ...], str] = {}
         self._data_version = -1
         self._last_sys: int | None = None
+        # every system time up to this one is final (see settle)
+        self._settled = -(2**63)
         # entity id -> display name; names never change once created
         self._names: dict[int, str] = {}
         self._pred_names: dict[int, str] = {}
@@ -169,7 +174,9 @@ class SQLiteStore(EpisodeStoreMixin):
         return int(row[0]) if row else -(2**63)
 
     @contextmanager
-    def write(self) -> Iterator[SQLiteTx]:
+    def write(self, *, shared: bool = False) -> Iterator[SQLiteTx]:
+        """One atomic ``BEGIN IMMEDIATE`` write transaction. SQLite has one
+        writer at a time, so ``shared`` (see the Store protocol) changes nothing."""
         with self._lock:
             self._begin_immediate()
             try:
@@ -196,6 +203,35 @@ class SQLiteStore(EpisodeStoreMixin):
                     self._pred_by_id.clear()
                     self._last_sys = None
                 raise
+
+    def settle(self, known_at: int) -> None:
+        """Make the answer of a read "as known at" ``known_at`` final: if a
+        write may still be in flight with a system time at or before it, wait
+        for it (``BEGIN IMMEDIATE``), and move the clock past ``known_at``
+        (when it is not in the future) so no later write is stamped at or
+        before it. Does nothing inside a transaction of this connection."""
+        if known_at <= self._settled:
+            return
+        with self._lock:
+            if self._con.in_transaction:
+                return
+            last = self.last_system_time()
+            if known_at > last:
+                self._begin_immediate()
+                try:
+                    last = self.last_system_time()
+                    if last < known_at <= to_us(peek_clock(self._clock)):
+                        self._con.execute(
+                            "INSERT OR REPLACE INTO meta (key, value) VALUES ('last_system_time', ?)",
+                            (str(known_at),),
+                        )
+                        last = known_at
+                    self._con.execute("COMMIT")
+                except BaseException:
+                    self._con.execute("ROLLBACK")
+                    raise
+                self._last_sys = None
+            self._settled = max(self._settled, last)
 
     @contextmanager
     def read(self) -> Iterator[None]:
@@ -417,9 +453,61 @@ class SQLiteStore(EpisodeStoreMixin):
     def query_tuples(self, q: FactQuery) -> list[tuple[Any, ...]]:
         """The read path: raw tuples in ``READ_COLUMNS`` order, no names
         (resolve them with :meth:`entity_names` / :meth:`predicate_names`)."""
-        sql, params = self.read_sql(q)
         with self._lock:
-            return self._con.execute(sql, params).fetchall()
+            if not _cutoff_shape(q):
+                sql, params = self.read_sql(q)
+                return self._con.execute(sql, params).fetchall()
+            # the cut-off and the read must see one snapshot
+            own = not self._con.in_transaction
+            if own:
+                self._con.execute("BEGIN")
+            try:
+                cutoff = self._limit_cutoff(q)
+                if cutoff is None:
+                    sql, params = self.read_sql(q)
+                else:
+                    sql, params = compose_fact_sql(q, SELECT_READ, "7, 1, 2", "?", _in_params, "0", cutoff)
+                return self._con.execute(sql, params).fetchall()
+            finally:
+                if own:
+                    self._con.execute("COMMIT")
+
+    def _limit_cutoff(self, q: FactQuery) -> int | None:
+        """For a LIMITed read of one entity's believed facts (``recall``'s
+        read): a ``valid_from`` by which the first ``q.limit`` rows surely
+        start, found without sorting all of a busy entity's rows. Per
+        predicate, ``facts_subject`` yields the subject's rows in
+        ``valid_from`` order, so each predicate's first ``limit`` matches
+        cost an index walk; the ``limit``-th smallest of those bounds the
+        answer (incoming rows can only move it earlier). ``None``: no bound
+        (another shape, fewer rows than the limit, or too many predicates)."""
+        if not _cutoff_shape(q) or q.limit is None or q.subject_ids is None:
+            return None
+        sid = q.subject_ids[0]
+        con = self._con
+        step = (f"SELECT min(predicate_id) FROM facts WHERE subject_id = ? AND system_to = {MAX_US} "
+                "AND predicate_id > ?")
+        preds: list[int] = []
+        last = -(2**63)
+        while len(preds) <= _CUTOFF_MAX_PREDICATES:
+            row = con.execute(step, (sid, last)).fetchone()
+            if row is None or row[0] is None:
+                break
+            last = int(row[0])
+            preds.append(last)
+        if len(preds) > _CUTOFF_MAX_PREDICATES:
+            return None
+        walk = (f"SELECT f.valid_from FROM facts f WHERE f.subject_id = ? AND f.system_to = {MAX_US} "
+                "AND f.predicate_id = ?" + (" AND f.valid_from <= ? AND f.valid_to > ?" if q.as_of is not None else "")
+                + " ORDER BY f.valid_from LIMIT ?")
+        starts: list[int] = []
+        for pid in preds:
+            params: list[Any] = [sid, pid] + ([q.as_of, q.as_of] if q.as_of is not None else []) + [q.limit]
+            starts.extend(int(r[0]) for r in con.execute(walk, params))
+        if len(starts) < q.limit:
+            return None
+        starts.sort()
+        return starts[q.limit - 1]
 
     def recent_rows(self, ns_id: int, limit: int) -> list[Row]:
         """Versions with the latest system-time events: the ``limit`` newest
@@ -494,6 +582,15 @@ class SQLiteStore(EpisodeStoreMixin):
             except OSError:
                 pass
         return total
+
+
+def _cutoff_shape(q: FactQuery) -> bool:
+    """Whether ``q`` is a LIMITed "believed now" read of one subject's facts
+    (no other filter): the shape :meth:`SQLiteStore._limit_cutoff` serves."""
+    return not (q.limit is None or q.limit < 1 or q.subject_ids is None or len(q.subject_ids) != 1
+                or q.direction == "in" or q.known_at is not None or q.all_versions or q.overlap is not None
+                or q.predicate_ids is not None or q.fact_ids is not None or q.object_id is not None
+                or q.object_lit is not None)
 
 
 def _query_params(q: FactQuery) -> list[Any]:

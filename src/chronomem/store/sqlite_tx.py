@@ -37,6 +37,13 @@ class SQLiteTx(EpisodeTxMixin):
         self.now = now
         self._new_entities: set[int] = set()
 
+    # -- shared writes (one writer at a time here: nothing to lock) -------
+    def reserve_names(self, ns_id: int, entity_keys: Sequence[str], predicate_keys: Sequence[str]) -> None:
+        return None
+
+    def lock_groups(self, groups: Sequence[tuple[int, int]]) -> None:
+        return None
+
     # -- entities -------------------------------------------------------
     def entity_id(self, ns_id: int, key: str) -> int | None:
         return self.store._entity_id(ns_id, key)
