@@ -21,7 +21,6 @@ from ._engine import TxWork
 from ._identity import IdentityMixin
 from .evidence.episodes import EvidenceMixin
 from .errors import (
-    ChronomemError,
     ConfirmationRequiredError,
     EntityNotFoundError,
     FactNotFoundError,
@@ -203,19 +202,6 @@ class Memory(EvidenceMixin, IdentityMixin):
         if work.sources:
             tx.add_sources(work.sources)
 
-    @staticmethod
-    def _name_keys(*names: object, literal: bool = False) -> list[str]:
-        """The normalized keys of the names a write may create (an unreadable
-        name is left for the write itself to reject)."""
-        out = []
-        for i, name in enumerate(names):
-            if isinstance(name, str) and not (literal and i == len(names) - 1):
-                try:
-                    out.append(normalize_key(name, "name"))
-                except ChronomemError:
-                    pass
-        return out
-
     def _fact_by_row(self, row: Row, work: TxWork | None = None) -> Fact:
         """The public view of a version this memory just wrote (or found)."""
         if row.rowid is None and (work is None or id(row) not in work.new_rows):
@@ -271,7 +257,7 @@ class Memory(EvidenceMixin, IdentityMixin):
         # a shared write: writers of other (subject, predicate) groups run
         # beside it (on PostgreSQL; SQLite has one writer anyway)
         with self._store.write(shared=True) as tx:
-            tx.reserve_names(self._ns, self._name_keys(subject, object, literal=literal), self._name_keys(predicate))
+            tx.reserve_names(self._ns, [subject] if literal else [subject, object], [predicate])
             cand, single = self._candidate(tx, item)
             tx.lock_groups([(cand.subject_id, cand.predicate_id)])
             cand.sf = tx.now

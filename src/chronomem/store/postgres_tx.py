@@ -11,7 +11,8 @@ import hashlib
 import logging
 from typing import TYPE_CHECKING, Any, Sequence
 
-from ..errors import StoreError
+from ..errors import ChronomemError, StoreError
+from ..normalize import normalize_key
 from ..timeutil import MAX_US
 from .base import PredicateRecord, Row
 from .postgres_episodes import PgEpisodeTxMixin
@@ -147,14 +148,24 @@ class PgTx(PgEpisodeTxMixin):
         digest = hashlib.blake2b(repr((self.store.schema, *parts)).encode(), digest_size=8).digest()
         return int.from_bytes(digest, "big", signed=True)
 
-    def reserve_names(self, ns_id: int, entity_keys: Sequence[str], predicate_keys: Sequence[str]) -> None:
+    def reserve_names(self, ns_id: int, entities: Sequence[object], predicates: Sequence[object]) -> None:
         """Shared writes: lock every name this transaction may create (the
         ones not known yet), in one sorted round trip, so two writers never
-        create one name twice and never wait on each other in a cycle."""
+        create one name twice and never wait on each other in a cycle. Values
+        that are not valid names are skipped (the write itself rejects them)."""
         if not self.shared:
             return
-        keys = {self._lock_key("e", ns_id, k) for k in entity_keys if (ns_id, k) not in self.store._entity_cache}
-        keys |= {self._lock_key("p", ns_id, k) for k in predicate_keys if (ns_id, k) not in self.store._pred_cache}
+        keys: set[int] = set()
+        for kind, names, cache in (("e", entities, self.store._entity_cache), ("p", predicates, self.store._pred_cache)):
+            for name in names:
+                if not isinstance(name, str):
+                    continue
+                try:
+                    key = normalize_key(name, "name")
+                except ChronomemError:
+                    continue
+                if (ns_id, key) not in cache:
+                    keys.add(self._lock_key(kind, ns_id, key))
         self._take_locks(sorted(keys - self._held))
 
     def lock_groups(self, groups: Sequence[tuple[int, int]]) -> None:

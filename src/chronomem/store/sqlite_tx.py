@@ -38,7 +38,7 @@ class SQLiteTx(EpisodeTxMixin):
         self._new_entities: set[int] = set()
 
     # -- shared writes (one writer at a time here: nothing to lock) -------
-    def reserve_names(self, ns_id: int, entity_keys: Sequence[str], predicate_keys: Sequence[str]) -> None:
+    def reserve_names(self, ns_id: int, entities: Sequence[object], predicates: Sequence[object]) -> None:
         return None
 
     def lock_groups(self, groups: Sequence[tuple[int, int]]) -> None:
