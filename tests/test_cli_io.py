@@ -37,7 +37,7 @@ def test_export_then_import_reproduces_both_time_axes(tmp_path: Path) -> None:
     summary = json.loads(exported.stdout)
     assert summary["versions"] == src.stats().versions
     assert out.read_text().count("\n") == 1 + sum(summary[k] for k in ("predicates", "entities", "versions",
-                                                                         "sources"))
+                                                                         "sources", "operations"))
     imported = run(dst_db, "import", str(out), "--json")
     assert imported.exit_code == 0, imported.output
     result = json.loads(imported.stdout)

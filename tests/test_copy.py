@@ -18,6 +18,7 @@ from chronomem._open import open_store_at
 from chronomem.cli import main
 from chronomem.copy import copy_store
 from chronomem.evidence import default_embedder
+from test_io_merges import check_unmerge, merge_story, name_answers
 
 
 def _fill(m: Memory, tag: str) -> None:
@@ -115,6 +116,37 @@ def test_round_trip_sqlite_postgres_sqlite(tmp_path: Path, request: pytest.Fixtu
         newest = max(f.system_from for e in m.entities() for f in m.history(e.name))
         assert m.add_fact("Acme Corp", "ceo", "Zoe", "2024").system_from > newest
         assert [f.object for f in m.facts("Acme Corp", "ceo", as_of="2025")] == ["Zoe"]
+
+
+def test_copy_carries_merges_for_known_at_and_unmerge(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """SQLite -> PostgreSQL -> SQLite: reads by a name a merge moved answer as
+    in the source at every system time, and unmerge works by the original id."""
+    first, last, pg = tmp_path / "a.db", tmp_path / "b.db", pg_schema_url(request)
+    clock = FakeClock("2025-01-01T00:00:00Z")
+    src = chronomem.open(first, clock=clock)
+    marks, active, undone = merge_story(src, clock)
+    source, mid = open_store_at(first), open_store_at(pg)
+    try:
+        assert copy_store(source, mid).operations == 2
+    finally:
+        source.close()
+        mid.close()
+    out = CliRunner().invoke(main, ["copy", pg, str(last), "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["operations"] == 2
+    known: list[str | None] = [None, *marks]
+    expected = name_answers(src, known)
+    assert [f.object for f in src.facts("Bob", "lives in", known_at=marks[0])] == ["Paris"]
+    for target in (pg, last):
+        with chronomem.open(target) as m:
+            assert name_answers(m, known) == expected, target
+    with chronomem.open(last) as back, chronomem.open(pg) as middle:
+        check_unmerge(src, back, active, undone)
+        for m in (middle,):
+            m.unmerge(active)
+            assert m.entity("Bobby").name == "Bob"
+            assert [f.object for f in m.facts("Bob", "lives in")] == ["Paris"]
+    src.close()
 
 
 def test_copy_refuses_a_non_empty_destination(tmp_path: Path, request: pytest.FixtureRequest) -> None:

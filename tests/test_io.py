@@ -108,7 +108,7 @@ def test_export_restore_round_trip_is_lossless(story: tuple[Memory, list[str]], 
     assert exported.versions == src.stats().versions
     lines = [json.loads(line) for line in buf.getvalue().splitlines()]
     assert lines[0]["type"] == "chronomem-export"
-    assert {line["type"] for line in lines[1:]} == {"predicate", "entity", "fact", "source"}
+    assert {line["type"] for line in lines[1:]} == {"predicate", "entity", "fact", "source", "operation"}
 
     dst = chronomem.open(tmp_path / "dst.db", clock=FakeClock("2040-01-01T00:00:00Z"))
     restored = import_jsonl(dst, io.BytesIO(buf.getvalue().encode()))

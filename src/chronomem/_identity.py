@@ -26,7 +26,7 @@ from .timeutil import MAX_US, from_us
 if TYPE_CHECKING:  # pragma: no cover
     from ._engine import TxWork
 
-__all__ = ["IdentityMixin"]
+__all__ = ["IdentityMixin", "local_merge_payload", "portable_merge_payload"]
 
 
 class IdentityMixin:
@@ -190,3 +190,60 @@ class IdentityMixin:
         if rec is None:
             raise PredicateNotFoundError(f"no predicate named {name!r}")
         return self._predicate_model(rec)
+
+
+# -- merge undo records between stores -------------------------------------
+# A merge's payload names entities by id and the versions it closed by rowid,
+# both local to one store. Exports and copies carry it in a portable form:
+# entities by key, closed versions as [fact id, version] pairs.
+_NO_ENTITY = 0  # no entity has this id: an erased entity of a carried merge
+
+
+def portable_merge_payload(
+    payload: str, entity_keys: Mapping[int, str], versions: Mapping[int, tuple[str, int]]
+) -> dict[str, Any]:
+    """The payload of a merge with its store-local ids replaced: ``keep`` /
+    ``fold`` by entity key (``None`` for an erased entity), ``closed`` rowids
+    by ``[fact_id, version]`` (erased versions dropped). ``entity_keys`` maps
+    entity ids to keys, ``versions`` rowids to (fact id, version)."""
+    data: dict[str, Any] = json.loads(payload)
+    out = dict(data)
+    for name in ("keep", "fold"):
+        out[name] = entity_keys.get(int(data[name]))
+    out["closed"] = [list(versions[r]) for r in data.get("closed", ()) if r in versions]
+    return out
+
+
+def local_merge_payload(
+    data: Mapping[str, Any], entity_ids: Mapping[str, int], rowids: Mapping[tuple[str, int], int]
+) -> str:
+    """The inverse of :func:`portable_merge_payload` in the destination store:
+    ``entity_ids`` maps keys to its entity ids and ``rowids`` (fact id,
+    version) to its rowids. Raises :class:`InvalidInputError` for a malformed
+    payload or one naming an entity or version that is not there."""
+    out = dict(data)
+    for name in ("keep", "fold"):
+        key = data.get(name)
+        if key is None:
+            out[name] = _NO_ENTITY
+        elif isinstance(key, str) and key in entity_ids:
+            out[name] = entity_ids[key]
+        else:
+            raise InvalidInputError(f"the merge's {name} entity {key!r} is not defined")
+    keys = data.get("keys")
+    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+        raise InvalidInputError("a merge's keys must be a list of name keys")
+    closed = data.get("closed")
+    if not isinstance(closed, list):
+        raise InvalidInputError("a merge's closed versions must be a list of [fact id, version] pairs")
+    local: list[int] = []
+    for pair in closed:
+        if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)
+                and isinstance(pair[1], int) and not isinstance(pair[1], bool)):
+            raise InvalidInputError(f"a merge's closed version must be a [fact id, version] pair, not {pair!r}")
+        rowid = rowids.get((pair[0], pair[1]))
+        if rowid is None:
+            raise InvalidInputError(f"fact {pair[0]} version {pair[1]} is not a version the merge closed")
+        local.append(rowid)
+    out["closed"] = local
+    return json.dumps(out)

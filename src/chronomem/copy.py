@@ -13,15 +13,18 @@ SQLite → PostgreSQL and back keep everything a reader can see:
   with its original ``recorded_at``;
 * entities (name, type, properties, creation time) with every name key and
   alias, including keys moved by merges;
-* predicates with cardinality, inverse, description and aliases.
+* predicates with cardinality, inverse, description and aliases;
+* merges with their undo records (ids and times as in the source, the
+  entities and versions they name mapped to the destination's ids), so
+  ``unmerge(op_id)`` works in the destination and a ``known_at`` read by a
+  name a merge moved answers as in the source.
 
 * episodes (evidence memory), when both stores hold them: text, times,
   source, session, speaker, metadata, supersession, resolved time mentions
   and every stored embedding (bit for bit); the lexical index is rebuilt in
   the destination (its date words in ``timezone``).
 
-Not copied: the undo records of merges (``unmerge`` works only in the store
-where the merge ran), the erasure log, and erased episodes' tombstones.
+Not copied: the erasure log and erased episodes' tombstones.
 Each namespace is copied into a namespace of the same name, which must be
 empty in the destination.
 """
@@ -33,9 +36,10 @@ import logging
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, Sequence, cast
 
+from ._identity import local_merge_payload, portable_merge_payload
 from .errors import ConflictError, InvalidInputError
 from .normalize import normalize_key
-from .store.base import EpisodeRecord, EpisodeStore, Row, Store
+from .store.base import EpisodeRecord, EpisodeStore, Row, Store, WriteTx
 from .timeutil import MAX_US, MIN_US, get_timezone
 
 __all__ = ["CopyResult", "copy_store"]
@@ -60,6 +64,7 @@ class CopyResult:
     sources: int = 0
     episodes: int = 0
     vectors: int = 0
+    operations: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -114,6 +119,9 @@ def _copy_namespace(src: Store, dst: Store, name: str, result: CopyResult, progr
         predicates = src.predicates(src_ns)
         entities = src.entities(src_ns)
         keys = src.entity_keys(src_ns)
+        operations = src.operations(src_ns)
+        op_ids = {op[0] for op in operations}
+        closed_version: dict[int, tuple[str, int]] = {}  # rowid -> (fact id, version), of merged-away versions
         with dst.write() as tx:
             pred_map: dict[int, int] = {}
             for p in predicates:
@@ -145,6 +153,8 @@ def _copy_namespace(src: Store, dst: Store, name: str, result: CopyResult, progr
 
             for r in src.iter_rows(src_ns):
                 fact_ids.setdefault(r.fact_id, None)
+                if r.closed_by in op_ids and r.rowid is not None:
+                    closed_version[r.rowid] = (r.fact_id, r.version)
                 batch.append(r.copy(
                     rowid=None, ns_id=dst_ns, subject_id=ent_map[r.subject_id],
                     predicate_id=pred_map[r.predicate_id],
@@ -164,6 +174,10 @@ def _copy_namespace(src: Store, dst: Store, name: str, result: CopyResult, progr
                     tx.insert_sources(items)
                     sources += len(items)
                     latest = max([latest] + [at for _f, _s, _e, at in items])
+            _copy_operations(tx, dst_ns, operations, {e.id: e.key for e in entities},
+                             {e.key: ent_map[e.id] for e in entities}, closed_version)
+            for _id, _kind, at, _payload, undone_at in operations:
+                latest = max(latest, at, undone_at if undone_at is not None else MIN_US)
             if latest > MIN_US:
                 tx.note_system_time(latest)
     result.predicates += len(predicates)
@@ -171,6 +185,28 @@ def _copy_namespace(src: Store, dst: Store, name: str, result: CopyResult, progr
     result.versions += versions
     result.facts += len(fact_ids)
     result.sources += sources
+    result.operations += len(operations)
+
+
+def _copy_operations(
+    tx: WriteTx,
+    dst_ns: int,
+    operations: Sequence[tuple[str, str, int, str, int | None]],
+    src_keys: dict[int, str],
+    dst_ids: dict[str, int],
+    closed_version: dict[int, tuple[str, int]],
+) -> None:
+    """Write the source's merges with their payloads' entity ids and closed
+    rowids mapped to the destination's (through entity keys and (fact id,
+    version) pairs, as an export does)."""
+    for op_id, kind, at, payload, undone_at in operations:
+        if kind != "merge":  # the only kind there is; a newer one would need its own mapping
+            raise InvalidInputError(f"cannot copy operation {op_id} of unknown kind {kind!r}")
+        if tx.operation(op_id) is not None:
+            raise ConflictError(f"operation {op_id} already exists in the destination; copy into an empty store")
+        rowids = {(r.fact_id, r.version): r.rowid for r in tx.rows_closed_by(dst_ns, op_id) if r.rowid is not None}
+        portable = portable_merge_payload(payload, src_keys, closed_version)
+        tx.insert_operation(op_id, dst_ns, kind, at, local_merge_payload(portable, dst_ids, rowids), undone_at)
 
 
 def _copy_episodes(src: EpisodeStore, dst: EpisodeStore, name: str, result: CopyResult, tz: _dt.tzinfo) -> None:

@@ -2,13 +2,16 @@
 lines) and CSV/TSV tables with a column mapping.
 
 The CLI's ``import`` / ``export`` commands are thin wrappers over these
-functions.
+functions. CSV/TSV tables are read by :mod:`chronomem.io_table`
+(:func:`import_table`, re-exported here).
 
 * :func:`export_jsonl` writes one namespace as JSON lines: a header, the
   predicates, the entities (with every name key), every fact *version* with
-  both time axes, and the extra evidence rows. :func:`import_jsonl` restores
-  such a file into an empty namespace so that ``facts(as_of=..., known_at=...)``
-  and ``history`` answer exactly as in the source.
+  both time axes, the extra evidence rows and the merge operations (with
+  their undo records). :func:`import_jsonl` restores such a file into an
+  empty namespace so that ``facts(as_of=..., known_at=...)`` and ``history``
+  answer exactly as in the source (by every name, also a name a merge moved),
+  and ``unmerge`` undoes a restored merge by its original operation id.
 * :func:`import_jsonl` also reads plain JSON lines, one :meth:`Memory.add_fact`
   parameter dict per line, and :func:`import_table` reads CSV/TSV files; both
   stream rows into :meth:`Memory.add_facts` in batches.
@@ -22,20 +25,20 @@ because adds never duplicate facts.
 
 from __future__ import annotations
 
-import csv
-from itertools import chain
 import json
 import logging
-import os
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence, cast
+from dataclasses import asdict, dataclass
+from itertools import chain
+from typing import IO, TYPE_CHECKING, Any, Iterator, Mapping
 
 from ._codec import decode_literal
+from ._identity import local_merge_payload, portable_merge_payload
+from ._import_rows import ImportResult, Progress, add_batches, checked_item, more_errors, read_lines
 from .errors import ConflictError, InvalidInputError, InvalidIntervalError
+from .io_table import TABLE_FIELDS, import_table
 from .normalize import normalize_key
 from .store.base import Row, WriteTx
-from .timeutil import MAX_US, MIN_US, Precision, format_us, parse_time, period_end, to_us
+from .timeutil import MAX_US, MIN_US, Precision, format_us, parse_time, to_us
 
 if TYPE_CHECKING:
     from .memory import Memory
@@ -53,18 +56,11 @@ __all__ = [
 log = logging.getLogger("chronomem.io")
 
 EXPORT_FORMAT = "chronomem-export"
-EXPORT_VERSION = 1
-#: Fields a table column can be mapped to (``columns={field: column}``).
-TABLE_FIELDS = ("subject", "predicate", "object", "valid_from", "valid_to", "source", "confidence", "episode_id")
-_REQUIRED = ("subject", "predicate", "object")
-_ITEM_KEYS = frozenset({"subject", "predicate", "object", "valid_from", "valid_to", "confidence", "source",
-                        "episode_id", "properties", "supersede", "literal"})
-_MAX_ERRORS = 20
+#: Version 2 added the ``operation`` lines (merges); version 1 files still restore.
+EXPORT_VERSION = 2
+_READS_VERSIONS = (1, 2)
 _ROW_BATCH = 10_000
 _SOURCE_BATCH = 500
-
-#: ``progress(done_bytes, done_rows)``, called every few thousand rows.
-Progress = Callable[[int, int], None]
 
 
 @dataclass
@@ -74,37 +70,10 @@ class ExportResult:
     entities: int = 0
     versions: int = 0
     sources: int = 0
+    operations: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-@dataclass
-class ImportResult:
-    """What an import did. ``rows`` counts records read; ``added`` the rows
-    handed to :meth:`Memory.add_facts`; ``facts`` the distinct facts they
-    became (duplicates and overlaps coalesce); ``skipped`` invalid rows, whose
-    first messages are in ``errors``. A restored export fills ``entities``,
-    ``predicates``, ``versions`` and ``sources`` instead."""
-
-    format: str
-    rows: int = 0
-    added: int = 0
-    facts: int = 0
-    skipped: int = 0
-    errors: list[str] = field(default_factory=list)
-    entities: int = 0
-    predicates: int = 0
-    versions: int = 0
-    sources: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def _skip(self, message: str) -> None:
-        self.skipped += 1
-        if len(self.errors) < _MAX_ERRORS:
-            self.errors.append(message)
 
 
 # -- time values in the export --------------------------------------------
@@ -160,9 +129,14 @@ def export_jsonl(mem: "Memory", fp: IO[str]) -> ExportResult:
             })
             result.entities += 1
         pred_key = {p.id: p.key for p in store.predicates(ns)}
+        operations = store.operations(ns)
+        op_ids = {op[0] for op in operations}
+        closed_version: dict[int, tuple[str, int]] = {}  # rowid -> (fact id, version), of merged-away versions
         fact_ids: dict[str, None] = {}
         for r in store.iter_rows(ns):
             fact_ids.setdefault(r.fact_id, None)
+            if r.closed_by in op_ids and r.rowid is not None:
+                closed_version[r.rowid] = (r.fact_id, r.version)
             _dump(fp, {
                 "type": "fact", "id": r.fact_id, "version": r.version,
                 "subject": entity_key[r.subject_id], "predicate": pred_key[r.predicate_id],
@@ -182,29 +156,20 @@ def export_jsonl(mem: "Memory", fp: IO[str]) -> ExportResult:
                 _dump(fp, {"type": "source", "fact_id": fid, "source": src, "episode_id": ep,
                            "recorded_at": _iso(at)})
                 result.sources += 1
+        for op_id, kind, at, payload, undone_at in operations:
+            if kind != "merge":  # the only kind there is; a newer one would need its own mapping
+                raise InvalidInputError(f"cannot export operation {op_id} of unknown kind {kind!r}")
+            _dump(fp, {
+                "type": "operation", "id": op_id, "kind": kind, "at": _iso(at),
+                "undone_at": None if undone_at is None else _iso(undone_at),
+                "payload": portable_merge_payload(payload, entity_key, closed_version),
+            })
+            result.operations += 1
     log.info("exported namespace %s: %s", mem.namespace, result)
     return result
 
 
 # -- JSONL import ---------------------------------------------------------
-def _lines(fp: IO[str] | IO[bytes], counter: list[int]) -> Iterator[tuple[int, str]]:
-    """Numbered, decoded lines of a text or binary file; counts bytes read."""
-    source = cast(Iterable[str | bytes], fp)
-    for number, raw in enumerate(source, 1):
-        if isinstance(raw, bytes):
-            counter[0] += len(raw)
-            try:
-                text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
-            except UnicodeDecodeError as exc:
-                raise InvalidInputError(f"line {number}: not UTF-8 text ({exc.reason})") from None
-        else:
-            counter[0] += len(raw)
-            text = str(raw)
-            if number == 1:
-                text = text.lstrip("\ufeff")
-        yield number, text
-
-
 def _json_line(number: int, text: str) -> dict[str, Any]:
     try:
         obj = json.loads(text)
@@ -233,7 +198,7 @@ def import_jsonl(
     """
     start = fp.tell() if strict and fp.seekable() else None
     counter = [0]
-    lines = ((n, t) for n, t in _lines(fp, counter) if t.strip())
+    lines = ((n, t) for n, t in read_lines(fp, counter) if t.strip())
     first = next(lines, None)
     if first is None:
         return ImportResult("jsonl")
@@ -248,104 +213,25 @@ def import_jsonl(
         for number, text in chain([first], lines):
             _plain_item(mem, number, text, check)
         if check.skipped:
-            raise InvalidInputError(check.errors[0] + _more(check.skipped))
+            raise InvalidInputError(check.errors[0] + more_errors(check.skipped))
         fp.seek(start)
         counter[0] = 0
-        lines = ((n, t) for n, t in _lines(fp, counter) if t.strip())
+        lines = ((n, t) for n, t in read_lines(fp, counter) if t.strip())
         first = next(lines)
     result = ImportResult("jsonl")
     items = ((n, _plain_item(mem, n, t, result)) for n, t in chain([first], lines))
-    _add_batches(mem, items, result, batch_size, progress, counter)
+    add_batches(mem, items, result, batch_size, progress, counter)
     return result
-
-
-def _more(skipped: int) -> str:
-    return f" (and {skipped - 1} more invalid rows)" if skipped > 1 else ""
 
 
 def _plain_item(mem: "Memory", number: int, text: str, result: ImportResult) -> dict[str, Any] | None:
     result.rows += 1
     try:
-        return _checked(mem, _json_line(number, text), number)
+        return checked_item(mem, _json_line(number, text), number)
     except InvalidInputError as exc:
         msg = str(exc) if str(exc).startswith("line ") else f"line {number}: {exc}"
         result._skip(msg)
         return None
-
-
-def _checked(mem: "Memory", item: dict[str, Any], number: int, ends: tuple[str, str] | None = None) -> dict[str, Any]:
-    """Validate one add_fact item without touching the store; times become
-    :class:`TimePoint` values so they are parsed once."""
-    unknown = set(item) - _ITEM_KEYS
-    if unknown:
-        raise InvalidInputError(f"line {number}: unknown fact field(s): {', '.join(sorted(unknown))}")
-    for name in _REQUIRED:
-        if item.get(name) is None or item.get(name) == "":
-            raise InvalidInputError(f"line {number}: {name} is missing")
-    if not isinstance(item["object"], (str, int, float)):
-        raise InvalidInputError(f"line {number}: object must be a string, number or boolean")
-    for name in ("source", "episode_id"):
-        if item.get(name) is not None and not isinstance(item[name], str):
-            raise InvalidInputError(f"line {number}: {name} must be a string")
-    if item.get("properties") is not None and not isinstance(item["properties"], dict):
-        raise InvalidInputError(f"line {number}: properties must be an object")
-    normalize_key(item["subject"], "subject")
-    normalize_key(item["predicate"], "predicate")
-    if isinstance(item["object"], str) and not item.get("literal"):
-        normalize_key(item["object"], "object")
-    vf = item.get("valid_from")
-    vt = item.get("valid_to")
-    if vf is not None:
-        vf = item["valid_from"] = mem.parse_time(vf, "valid_from")
-    if vt is not None:
-        vt = item["valid_to"] = mem.parse_time(vt, "valid_to")
-    if vf is not None and vt is not None and vt.us <= vf.us:
-        start, end = ends if ends is not None else (str(vf), str(vt))
-        raise InvalidIntervalError(f"line {number}: the end ({end}) is not after the start ({start})")
-    conf = item.get("confidence")
-    if conf is not None and (isinstance(conf, bool) or not isinstance(conf, (int, float)) or not 0 <= conf <= 1):
-        raise InvalidInputError(f"line {number}: confidence must be a number between 0 and 1, not {conf!r}")
-    return item
-
-
-def _add_batches(
-    mem: "Memory",
-    items: Iterable[tuple[int, dict[str, Any] | None]],
-    result: ImportResult,
-    batch_size: int,
-    progress: Progress | None,
-    counter: list[int],
-) -> None:
-    if batch_size < 1:
-        raise InvalidInputError("batch_size must be at least 1")
-    batch: list[dict[str, Any]] = []
-    lines: list[int] = []
-    fact_ids: set[str] = set()
-
-    def flush() -> None:
-        if batch:
-            try:
-                fact_ids.update(mem.add_facts(batch))
-            except InvalidInputError as exc:
-                done = f"; the {result.added} rows before them were imported" if result.added else ""
-                raise type(exc)(f"lines {lines[0]}-{lines[-1]} (one batch, not imported): {exc}{done}") from None
-            result.added += len(batch)
-            result.facts = len(fact_ids)
-            log.info("imported %d rows", result.added)
-            batch.clear()
-            lines.clear()
-
-    for number, item in items:
-        if item is not None:
-            batch.append(item)
-            lines.append(number)
-            if len(batch) >= batch_size:
-                flush()
-        if progress is not None and result.rows % 2000 == 0:
-            progress(counter[0], result.rows)
-    flush()
-    if progress is not None:
-        progress(counter[0], result.rows)
 
 
 # -- restore of an export -------------------------------------------------
@@ -397,6 +283,9 @@ class _Restorer:
         self.sources: list[tuple[str, str | None, str | None, int]] = []
         self.max_time = MIN_US
         self.source_count = 0
+        # line number, id, kind, at, undone_at, portable payload
+        self.operations: list[tuple[int, str, str, int, int | None, dict[str, Any]]] = []
+        self.operation_ids: set[str] = set()
 
     def seen(self, *times: int | None) -> None:
         for t in times:
@@ -525,6 +414,44 @@ class _Restorer:
         self.sources.append((fid, _opt_str(obj, "source", number), _opt_str(obj, "episode_id", number), at))
         self.source_count += 1
 
+    def operation(self, obj: Mapping[str, Any], number: int) -> None:
+        """Collect a merge; it is written after the versions it closed (see
+        :meth:`insert_operations`)."""
+        op_id = obj.get("id")
+        if not isinstance(op_id, str) or not op_id:
+            raise InvalidInputError(f"line {number}: an operation needs an 'id'")
+        if op_id in self.operation_ids:
+            raise InvalidInputError(f"line {number}: operation {op_id} appears twice")
+        if obj.get("kind") != "merge":
+            raise InvalidInputError(f"line {number}: unknown operation kind {obj.get('kind')!r}")
+        if self.tx.operation(op_id) is not None:
+            raise ConflictError(
+                f"operation {op_id} already exists in this database; restore the export into another database file"
+            )
+        at = _time(obj, "at", number, optional=False)
+        undone = _time(obj, "undone_at", number, optional=True)
+        assert at is not None
+        if undone is not None and undone <= at:
+            raise InvalidIntervalError(f"line {number}: operation {op_id} is undone before it was made")
+        payload = obj.get("payload")
+        if not isinstance(payload, dict):
+            raise InvalidInputError(f"line {number}: an operation needs a 'payload' object")
+        self.seen(at, undone)
+        self.operation_ids.add(op_id)
+        self.operations.append((number, op_id, "merge", at, undone, payload))
+
+    def insert_operations(self) -> None:
+        """Write the collected merges with their payloads' entity keys and
+        (fact id, version) pairs turned into this store's ids."""
+        for number, op_id, kind, at, undone, payload in self.operations:
+            rowids = {(r.fact_id, r.version): r.rowid for r in self.tx.rows_closed_by(self.ns, op_id)
+                      if r.rowid is not None}
+            try:
+                local = local_merge_payload(payload, self.entities, rowids)
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"line {number}: operation {op_id}: {exc}") from None
+            self.tx.insert_operation(op_id, self.ns, kind, at, local, undone)
+
     @staticmethod
     def _ref(table: Mapping[str, int], key: object, what: str, number: int) -> int:
         if not isinstance(key, str) or key not in table:
@@ -548,9 +475,10 @@ def _restore(
     progress: Progress | None,
 ) -> ImportResult:
     version = head.get("format_version")
-    if version != EXPORT_VERSION:
+    if version not in _READS_VERSIONS or isinstance(version, bool):
         raise InvalidInputError(
-            f"unsupported export format version {version!r} (this chronomem reads version {EXPORT_VERSION})"
+            f"unsupported export format version {version!r} (this chronomem reads versions "
+            f"{', '.join(map(str, _READS_VERSIONS))})"
         )
     store = mem.store
     if store.entities(mem._ns) or store.predicates(mem._ns):
@@ -564,7 +492,7 @@ def _restore(
         for number, text in lines:
             obj = _json_line(number, text)
             kind = obj.get("type")
-            if kind not in ("predicate", "entity", "fact", "source"):
+            if kind not in ("predicate", "entity", "fact", "source", "operation"):
                 raise InvalidInputError(f"line {number}: unknown line type {kind!r}")
             try:
                 getattr(r, kind)(obj, number)
@@ -576,6 +504,7 @@ def _restore(
             if progress is not None and result.rows % 2000 == 0:
                 progress(counter[0], result.rows)
         r.flush()
+        r.insert_operations()
         if r.max_time > MIN_US:
             tx.note_system_time(r.max_time)
     result.entities = len(r.entities)
@@ -583,212 +512,8 @@ def _restore(
     result.versions = len(r.versions)
     result.facts = len(r.fact_ids)
     result.sources = r.source_count
+    result.operations = len(r.operations)
     if progress is not None:
         progress(counter[0], result.rows)
     log.info("restored export into namespace %s: %s", mem.namespace, result)
-    return result
-
-
-# -- CSV / TSV ------------------------------------------------------------
-_DELIMITERS = {".csv": ",", ".tsv": "\t", ".tab": "\t"}
-
-
-def _column_index(value: str | int, header: Sequence[str] | None, fieldname: str) -> int:
-    if isinstance(value, bool):
-        raise InvalidInputError(f"column for {fieldname} must be a name or a number")
-    if isinstance(value, str) and header is not None and value in header:
-        return header.index(value)
-    if isinstance(value, int) or (isinstance(value, str) and value.strip().isdigit()):
-        index = int(value)
-        if index < 1:
-            raise InvalidInputError(f"column numbers start at 1 (got {index} for {fieldname})")
-        return index - 1
-    if header is None:
-        raise InvalidInputError(
-            f"column for {fieldname} must be a number (1 = first column) when the file has no header row"
-        )
-    raise InvalidInputError(
-        f"no column {value!r} (for {fieldname}) in the header; columns are: {', '.join(header)}"
-    )
-
-
-def _resolve_columns(columns: Mapping[str, str | int] | None, header: Sequence[str] | None) -> dict[str, int]:
-    if columns is None:
-        if header is None:
-            columns = {name: i + 1 for i, name in enumerate(TABLE_FIELDS[:5])}
-        else:
-            columns = {name: name for name in TABLE_FIELDS if name in header}
-    unknown = set(columns) - set(TABLE_FIELDS)
-    if unknown:
-        raise InvalidInputError(
-            f"unknown field(s) in the column mapping: {', '.join(sorted(unknown))}; "
-            f"fields are: {', '.join(TABLE_FIELDS)}"
-        )
-    missing = [f for f in _REQUIRED if f not in columns]
-    if missing:
-        raise InvalidInputError(f"the column mapping needs {', '.join(missing)}")
-    return {name: _column_index(value, header, name) for name, value in columns.items()}
-
-
-def _cell(row: Sequence[str], index: int) -> str | None:
-    value = row[index].strip()
-    return value or None
-
-
-def _time_text(text: str) -> str:
-    # a bare year of 1-3 digits ("752") as ISO needs four
-    return text.zfill(4) if text.isdigit() and len(text) < 4 else text
-
-
-class _TableRows:
-    """Turns table records into checked add_fact items."""
-
-    def __init__(self, mem: "Memory", cols: Mapping[str, int], *, inclusive_end: bool, literal: bool,
-                 source: str | None) -> None:
-        self.mem = mem
-        self.cols = cols
-        self.need = max(cols.values()) + 1
-        self.inclusive_end = inclusive_end
-        self.literal = literal
-        self.source = source
-        self._ends: dict[str, Any] = {}
-
-    def item(self, row: Sequence[str], number: int) -> dict[str, Any]:
-        if len(row) < self.need:
-            raise InvalidInputError(f"line {number}: has {len(row)} columns, the mapping needs {self.need}")
-        cells = {name: _cell(row, i) for name, i in self.cols.items()}
-        item: dict[str, Any] = {
-            "subject": cells["subject"], "predicate": cells["predicate"], "object": cells["object"],
-        }
-        if self.literal:
-            item["literal"] = True
-        vf = cells.get("valid_from")
-        vt = cells.get("valid_to")
-        if vf is not None:
-            item["valid_from"] = _time_text(vf)
-        if vt is not None:
-            item["valid_to"] = self._end(_time_text(vt), number)
-        source = cells.get("source") or self.source
-        if source is not None:
-            item["source"] = source
-        if cells.get("episode_id") is not None:
-            item["episode_id"] = cells["episode_id"]
-        conf = cells.get("confidence")
-        if conf is not None:
-            try:
-                item["confidence"] = float(conf)
-            except ValueError:
-                raise InvalidInputError(f"line {number}: confidence {conf!r} is not a number") from None
-        end_text = f"{vt}, inclusive" if self.inclusive_end else str(vt)
-        return _checked(self.mem, item, number, (str(vf), end_text))
-
-    def _end(self, text: str, number: int) -> Any:
-        if not self.inclusive_end:
-            return text
-        end = self._ends.get(text)
-        if end is None:
-            try:
-                end = period_end(text, self.mem.tz, "valid_to")
-            except InvalidInputError as exc:
-                raise InvalidInputError(f"line {number}: {exc}") from None
-            self._ends[text] = end
-        return end
-
-
-def _table_records(
-    path: Path, delimiter: str, counter: list[int]
-) -> tuple[IO[bytes], Iterator[tuple[int, list[str]]]]:
-    fb = path.open("rb")
-
-    def text() -> Iterator[str]:
-        for _number, line in _lines(fb, counter):
-            yield line
-
-    reader = csv.reader(text(), delimiter=delimiter)
-
-    def records() -> Iterator[tuple[int, list[str]]]:
-        try:
-            for row in reader:
-                if row and any(c.strip() for c in row):
-                    yield reader.line_num, row
-        except csv.Error as exc:
-            raise InvalidInputError(f"line {reader.line_num}: {exc}") from None
-
-    return fb, records()
-
-
-def import_table(
-    mem: "Memory",
-    path: str | os.PathLike[str],
-    *,
-    delimiter: str | None = None,
-    columns: Mapping[str, str | int] | None = None,
-    header: bool = True,
-    inclusive_end: bool = False,
-    literal: bool = False,
-    source: str | None = None,
-    strict: bool = False,
-    batch_size: int = 50_000,
-    progress: Progress | None = None,
-) -> ImportResult:
-    """Stream a CSV/TSV file into :meth:`Memory.add_facts`.
-
-    ``columns`` maps fact fields (:data:`TABLE_FIELDS`) to column names (when
-    the file has a header row) or 1-based column numbers; by default columns
-    named like the fields are used (or, without a header, the first five in
-    the order subject, predicate, object, valid_from, valid_to). Empty cells
-    are ``None``. ``inclusive_end=True`` reads an end as the last period of
-    validity (``"2011"`` -> ``valid_to`` 2012-01-01). ``source`` is the source
-    of rows without a source column value. Invalid rows are skipped and
-    reported unless ``strict``.
-    """
-    p = Path(path)
-    if not p.is_file():
-        raise InvalidInputError(f"no such file: {os.fspath(path)!r}")
-    delim = delimiter if delimiter is not None else _DELIMITERS.get(p.suffix.lower(), "")
-    if not delim:
-        raise InvalidInputError(f"cannot tell the table format of {p.name!r} from its extension; use .csv or "
-                                ".tsv or give the delimiter")
-    if len(delim) != 1:
-        raise InvalidInputError(f"the delimiter must be one character, not {delim!r}")
-    fmt = "tsv" if delim == "\t" else "csv"
-
-    def open_rows(result: ImportResult) -> tuple[IO[bytes], Iterator[tuple[int, dict[str, Any] | None]], list[int]]:
-        counter = [0]
-        fb, records = _table_records(p, delim, counter)
-        head: list[str] | None = None
-        if header:
-            first = next(records, None)
-            if first is None:  # an empty file: nothing to import
-                return fb, iter(()), counter
-            head = [c.strip() for c in first[1]]
-        rows = _TableRows(mem, _resolve_columns(columns, head), inclusive_end=inclusive_end, literal=literal,
-                          source=source)
-
-        def items() -> Iterator[tuple[int, dict[str, Any] | None]]:
-            for number, rec in records:
-                result.rows += 1
-                try:
-                    yield number, rows.item(rec, number)
-                except InvalidInputError as exc:
-                    msg = str(exc) if str(exc).startswith("line ") else f"line {number}: {exc}"
-                    result._skip(msg)
-                    yield number, None
-
-        return fb, items(), counter
-
-    if strict:
-        check = ImportResult(fmt)
-        fb, items, _ = open_rows(check)
-        with fb:
-            for _ in items:
-                pass
-        if check.skipped:
-            raise InvalidInputError(f"{p.name} {check.errors[0]}{_more(check.skipped)}; nothing was imported")
-    result = ImportResult(fmt)
-    fb, items, counter = open_rows(result)
-    with fb:
-        _add_batches(mem, items, result, batch_size, progress, counter)
-    if result.skipped:
-        log.info("skipped %d invalid rows of %s", result.skipped, p.name)
     return result

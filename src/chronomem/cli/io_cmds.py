@@ -140,8 +140,9 @@ def _umask() -> int:
 def export_cmd(file: str) -> None:
     """Write the namespace to FILE as JSONL (a lossless backup; '-' for stdout).
 
-    Every fact version is kept with both time axes: `chronomem import FILE`
-    into an empty namespace gives the same answers at any valid and system time.
+    Every fact version is kept with both time axes, and the merges: `chronomem
+    import FILE` into an empty namespace gives the same answers at any valid
+    and system time, and `unmerge` works there by the original operation id.
     """
     st = state()
     mem = st.memory(create=False)

@@ -30,9 +30,9 @@ def copy_cmd(src: str, dst: str, only: tuple[str, ...]) -> None:
     `chronomem copy memory.db postgresql://me@db-host/team`.
 
     Both time axes, fact ids and versions, provenance, entities with their
-    aliases, predicates and episodes with their vectors are copied as stored;
-    every copied namespace must be empty in DST. Undo records of merges and
-    the erasure log are not copied.
+    aliases, predicates, merges (so `unmerge` works in DST) and episodes with
+    their vectors are copied as stored; every copied namespace must be empty
+    in DST. The erasure log is not copied.
     """
     from .._open import open_store_at
     from ..copy import copy_store
@@ -57,6 +57,7 @@ def copy_cmd(src: str, dst: str, only: tuple[str, ...]) -> None:
             ("entities", str(result.entities)), ("predicates", str(result.predicates)),
             ("facts", str(result.facts)), ("versions", str(result.versions)), ("sources", str(result.sources)),
             ("episodes", str(result.episodes)), ("vectors", str(result.vectors)),
+            ("merges", str(result.operations)),
         ]))
 
     emit(data, human)

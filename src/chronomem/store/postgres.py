@@ -405,6 +405,17 @@ class PostgresStore(PgEpisodeStoreMixin):
                 ).fetchall()
             ]
 
+    def operations(self, ns_id: int) -> list[tuple[str, str, int, str, int | None]]:
+        """``(id, kind, at, payload, undone_at)`` of every operation in the namespace, oldest first."""
+        with self._conn() as conn:
+            return [
+                (str(r[0]), str(r[1]), int(r[2]), str(r[3]), None if r[4] is None else int(r[4]))
+                for r in conn.execute(
+                    "SELECT id, kind, at, payload, undone_at FROM operations WHERE ns_id = %s ORDER BY at, id",
+                    (ns_id,),
+                ).fetchall()
+            ]
+
     def entities(self, ns_id: int) -> list[EntityRecord]:
         with self._conn() as conn:
             rows = conn.execute(

@@ -567,6 +567,12 @@ class PgTx(PgEpisodeTxMixin):
     def mark_operation_undone(self, op_id: str) -> None:
         self.conn.execute("UPDATE operations SET undone_at = %s WHERE id = %s", (self.now, op_id))
 
+    def insert_operation(self, op_id: str, ns_id: int, kind: str, at: int, payload: str, undone_at: int | None) -> None:
+        self.conn.execute(
+            "INSERT INTO operations (id, ns_id, kind, at, payload, undone_at) VALUES (%s, %s, %s, %s, %s, %s)",
+            (op_id, ns_id, kind, at, payload, undone_at),
+        )
+
     def erase_fact(self, fact_id: str) -> int:
         n = self.conn.execute("DELETE FROM facts WHERE fact_id = %s", (fact_id,)).rowcount
         self.conn.execute("DELETE FROM fact_sources WHERE fact_id = %s", (fact_id,))

@@ -336,6 +336,16 @@ class SQLiteStore(EpisodeStoreMixin):
                 )
             ]
 
+    def operations(self, ns_id: int) -> list[tuple[str, str, int, str, int | None]]:
+        """``(id, kind, at, payload, undone_at)`` of every operation in the namespace, oldest first."""
+        with self._lock:
+            return [
+                (r[0], r[1], int(r[2]), r[3], r[4])
+                for r in self._con.execute(
+                    "SELECT id, kind, at, payload, undone_at FROM operations WHERE ns_id = ? ORDER BY at, id", (ns_id,)
+                )
+            ]
+
     def entities(self, ns_id: int) -> list[EntityRecord]:
         with self._lock:
             rows = self._con.execute(

@@ -223,6 +223,13 @@ class SQLiteTx(EpisodeTxMixin):
     def mark_operation_undone(self, op_id: str) -> None:
         self.con.execute("UPDATE operations SET undone_at = ? WHERE id = ?", (self.now, op_id))
 
+    def insert_operation(self, op_id: str, ns_id: int, kind: str, at: int, payload: str, undone_at: int | None) -> None:
+        """Insert an operation as exported, with its original times."""
+        self.con.execute(
+            "INSERT INTO operations (id, ns_id, kind, at, payload, undone_at) VALUES (?,?,?,?,?,?)",
+            (op_id, ns_id, kind, at, payload, undone_at),
+        )
+
     def erase_fact(self, fact_id: str) -> int:
         n = self.con.execute("DELETE FROM facts WHERE fact_id = ?", (fact_id,)).rowcount
         self.con.execute("DELETE FROM fact_sources WHERE fact_id = ?", (fact_id,))
