@@ -335,12 +335,12 @@ def test_ann_cache_persists_beside_the_sqlite_file(tmp_path: Path, embedder: obj
     m2.close()
 
 
-def test_very_common_terms_are_pruned_from_the_lexical_query(tmp_path: Path, embedder: object) -> None:
+def test_very_common_terms_are_pruned_from_the_lexical_query(make_memory: Any) -> None:
     import dataclasses
 
     from chronomem.evidence.lexical import fts_query
 
-    m = chronomem.open(tmp_path / "df.db")
+    m = make_memory()
     m.use_embedder(None)
     m.add_episodes([f"common chatter number {i}" for i in range(6)] + ["common words and a rare zeppelin"])
     store: Any = m.store

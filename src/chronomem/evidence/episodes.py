@@ -551,9 +551,8 @@ class EvidenceMixin:
             if cfg.lexical_weight > 0:
                 match = fts_query(query)
                 if match is not None:
-                    prune = getattr(self._store, "prune_common_terms", None)
-                    if prune is not None and cfg.lexical_df_cap > 0:
-                        match = prune(match, cfg.lexical_df_cap)
+                    if cfg.lexical_df_cap > 0:
+                        match = self._es.prune_common_terms(match, cfg.lexical_df_cap)
                     lexical = self._es.lexical_search(match, f, pool, cfg.bm25_weights)
         finally:
             if qfuture is not None:
