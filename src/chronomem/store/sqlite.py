@@ -39,6 +39,12 @@ log = logging.getLogger("chronomem.store.sqlite")
 
 
 
+# name-cache warm-up: after this many cache misses in a process, the names
+# of a namespace (or all display names) are read at once, if at most _WARM_MAX
+_WARM_AFTER = 256
+_WARM_MAX = 500_000
+
+
 class SQLiteStore(EpisodeStoreMixin):
     """SQLite implementation of :class:`~chronomem.store.base.Store`."""
 
@@ -93,6 +99,13 @@ class SQLiteStore(EpisodeStoreMixin):
         self._pred_by_id: dict[int, PredicateRecord] = {}
         self._sql_cache: dict[tuple[Any, ...], str] = {}
         self._data_version = -1
+        self._names_version = -1
+        # a process that keeps missing the name caches loads a namespace's
+        # keys (or all display names) at once, if there are not too many
+        self._key_misses = 0
+        self._warm_keys: set[int] = set()
+        self._name_misses = 0
+        self._names_warm = False
         self._last_sys: int | None = None
         # every system time up to this one is final (see settle)
         self._settled = -(2**63)
@@ -157,17 +170,33 @@ class SQLiteStore(EpisodeStoreMixin):
             raise StoreError(str(exc)) from None
 
     def _check_caches(self) -> bool:
-        """Drop cached names if another connection committed since we last
-        looked (``PRAGMA data_version``); returns whether it did."""
+        """If another connection committed since we last looked (``PRAGMA
+        data_version``), forget the last system time and, if that commit
+        changed names (``meta.names_version``, bumped by aliases, merges,
+        predicate definitions and erasure), drop the name caches; returns
+        whether they were dropped. Ordinary writes keep the caches: a name
+        they add is simply not cached yet."""
         version = self._con.execute("PRAGMA data_version").fetchone()[0]
-        if version != self._data_version:
-            self._entity_cache.clear()
-            self._pred_cache.clear()
-            self._pred_by_id.clear()
-            self._last_sys = None
-            self._data_version = version
-            return True
-        return False
+        if version == self._data_version:
+            return False
+        self._data_version = version
+        self._last_sys = None
+        row = self._con.execute("SELECT value FROM meta WHERE key = 'names_version'").fetchone()
+        names_version = int(row[0]) if row else 0
+        if names_version == self._names_version:
+            return False
+        self._names_version = names_version
+        self.drop_name_caches()
+        return True
+
+    def drop_name_caches(self) -> None:
+        """Forget every cached name key and predicate (ids' display names
+        never change and stay cached)."""
+        self._entity_cache.clear()
+        self._pred_cache.clear()
+        self._pred_by_id.clear()
+        self._warm_keys.clear()
+        self._key_misses = 0
 
     def last_system_time(self) -> int:
         row = self._con.execute("SELECT value FROM meta WHERE key = 'last_system_time'").fetchone()
@@ -198,9 +227,7 @@ class SQLiteStore(EpisodeStoreMixin):
                 try:
                     self._con.execute("ROLLBACK")
                 finally:
-                    self._entity_cache.clear()
-                    self._pred_cache.clear()
-                    self._pred_by_id.clear()
+                    self.drop_name_caches()
                     self._last_sys = None
                 raise
 
@@ -269,6 +296,17 @@ class SQLiteStore(EpisodeStoreMixin):
         cached = self._entity_cache.get((ns_id, key))
         if cached is not None:
             return cached
+        if ns_id not in self._warm_keys:
+            self._key_misses += 1
+            if self._key_misses >= _WARM_AFTER:
+                self._warm_keys.add(ns_id)
+                (n,) = self._con.execute("SELECT count(*) FROM entity_keys WHERE ns_id = ?", (ns_id,)).fetchone()
+                if n <= _WARM_MAX:
+                    for k, eid in self._con.execute("SELECT key, entity_id FROM entity_keys WHERE ns_id = ?", (ns_id,)):
+                        self._entity_cache[(ns_id, k)] = int(eid)
+                    cached = self._entity_cache.get((ns_id, key))
+                    if cached is not None:
+                        return cached
         row = self._con.execute(
             "SELECT entity_id FROM entity_keys WHERE ns_id = ? AND key = ?", (ns_id, key)
         ).fetchone()
@@ -298,6 +336,14 @@ class SQLiteStore(EpisodeStoreMixin):
         missing = [i for i in ids if i not in names]
         if missing:
             with self._lock:
+                if not self._names_warm:
+                    self._name_misses += 1
+                    if self._name_misses >= _WARM_AFTER:
+                        self._names_warm = True
+                        (n,) = self._con.execute("SELECT count(*) FROM entities").fetchone()
+                        if n <= _WARM_MAX:
+                            names.update(self._con.execute("SELECT id, name FROM entities"))
+                            missing = [i for i in missing if i not in names]
                 for start in range(0, len(missing), 500):
                     chunk = missing[start:start + 500]
                     for eid, name in self._con.execute(

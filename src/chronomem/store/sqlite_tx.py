@@ -36,6 +36,18 @@ class SQLiteTx(EpisodeTxMixin):
         self.con = store._con
         self.now = now
         self._new_entities: set[int] = set()
+        self._names_bumped = False
+
+    def _names_changed(self) -> None:
+        """Keys or predicates changed: drop this process's name caches and
+        bump ``meta.names_version`` so other connections drop theirs."""
+        self.store.drop_name_caches()
+        if not self._names_bumped:
+            self.con.execute(
+                "INSERT INTO meta (key, value) VALUES ('names_version', '1') "
+                "ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+            )
+            self._names_bumped = True
 
     # -- shared writes (one writer at a time here: nothing to lock) -------
     def reserve_names(self, ns_id: int, entities: Sequence[object], predicates: Sequence[object]) -> None:
@@ -74,12 +86,13 @@ class SQLiteTx(EpisodeTxMixin):
             "INSERT OR REPLACE INTO entity_keys (ns_id, key, entity_id, alias_name) VALUES (?,?,?,?)",
             (ns_id, key, entity_id, alias_name),
         )
+        self._names_changed()
         self.store._entity_cache[(ns_id, key)] = entity_id
 
     def move_entity_keys(self, from_id: int, to_id: int) -> list[str]:
         keys = [k for (k,) in self.con.execute("SELECT key FROM entity_keys WHERE entity_id = ?", (from_id,))]
         self.con.execute("UPDATE entity_keys SET entity_id = ? WHERE entity_id = ?", (to_id, from_id))
-        self.store._entity_cache.clear()
+        self._names_changed()
         return keys
 
     def set_entity_keys(self, ns_id: int, keys: Sequence[str], entity_id: int) -> None:
@@ -87,7 +100,7 @@ class SQLiteTx(EpisodeTxMixin):
             "UPDATE entity_keys SET entity_id = ? WHERE ns_id = ? AND key = ?",
             [(entity_id, ns_id, k) for k in keys],
         )
-        self.store._entity_cache.clear()
+        self._names_changed()
 
     # -- predicates -----------------------------------------------------
     def predicate(self, ns_id: int, key: str) -> PredicateRecord | None:
@@ -128,8 +141,7 @@ class SQLiteTx(EpisodeTxMixin):
                 "INSERT OR REPLACE INTO predicate_keys (ns_id, key, predicate_id, alias_name) VALUES (?,?,?,?)",
                 (ns_id, akey, pid, aname),
             )
-        self.store._pred_cache.clear()
-        self.store._pred_by_id.clear()
+        self._names_changed()
         rec = self.store.predicate(ns_id, key)
         assert rec is not None
         return rec
@@ -247,7 +259,7 @@ class SQLiteTx(EpisodeTxMixin):
             n += self.erase_fact(fid)
         self.con.execute("DELETE FROM entity_keys WHERE entity_id = ?", (entity_id,))
         self.con.execute("DELETE FROM entities WHERE id = ?", (entity_id,))
-        self.store._entity_cache.clear()
+        self._names_changed()
         self.store._names.pop(entity_id, None)
         return n
 

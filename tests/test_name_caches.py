@@ -1,0 +1,89 @@
+"""Name caches across connections.
+
+Each process caches name keys -> entity ids. Another connection's alias,
+merge or erasure must reach them (both backends keep a ``names_version`` in
+``meta``); an ordinary write must not throw them away (SQLite used to drop
+them on every foreign commit); and a process that keeps missing loads a
+namespace's keys at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import chronomem
+from chronomem.store import sqlite as sqlite_store
+
+
+def _objects(mem: chronomem.Memory, name: str) -> set[Any]:
+    return {f.object for f in mem.facts(name)}
+
+
+def test_a_merge_by_another_connection_reaches_a_warm_cache(make_memory: Any) -> None:
+    writer = make_memory()
+    reader = make_memory()
+    writer.add_fact("Bobby", "likes", "Tea")
+    writer.add_fact("Robert", "likes", "Coffee")
+    assert _objects(reader, "Bobby") == {"Tea"}  # "bobby" -> Bobby's id, cached
+    writer.merge("Robert", "Bobby")
+    assert _objects(reader, "Bobby") == {"Tea", "Coffee"}  # the name now means Robert
+    writer.alias("Robert", "Rob")
+    assert _objects(reader, "Rob") == {"Tea", "Coffee"}
+
+
+def test_an_erased_and_recreated_name_is_not_read_from_a_stale_cache(make_memory: Any) -> None:
+    writer = make_memory()
+    reader = make_memory()
+    writer.add_fact("Zed", "likes", "Tea")
+    assert _objects(reader, "Zed") == {"Tea"}
+    writer.erase(entity="Zed", confirm=True)
+    writer.add_fact("Zed", "likes", "Milk")  # a new entity under the old name
+    assert _objects(reader, "Zed") == {"Milk"}
+
+
+def test_ordinary_writes_of_another_connection_keep_the_sqlite_caches(tmp_path: Any) -> None:
+    path = tmp_path / "m.db"
+    writer = chronomem.open(path)
+    reader = chronomem.open(path)
+    try:
+        writer.add_fact("Kai", "likes", "Tea")
+        assert _objects(reader, "Kai") == {"Tea"}
+        store = reader.store
+        assert isinstance(store, sqlite_store.SQLiteStore)
+        cached = dict(store._entity_cache)
+        assert cached
+        writer.add_fact("Ana", "likes", "Tea")
+        assert _objects(reader, "Ana") == {"Tea"}  # a name added meanwhile is found
+        assert cached.items() <= store._entity_cache.items()
+        kai = next(k for k in cached if k[1] == "kai")
+        writer.alias("Kai", "K")  # a name change drops them
+        reader.facts("Ana")
+        assert kai not in store._entity_cache
+        assert _objects(reader, "K") == {"Tea"}
+    finally:
+        writer.close()
+        reader.close()
+
+
+def test_many_misses_load_the_namespace_keys_at_once(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "m.db"
+    with chronomem.open(path) as m:
+        m.add_facts([(f"E{i}", "knows", f"F{i}") for i in range(300)])
+    monkeypatch.setattr(sqlite_store, "_WARM_AFTER", 10)
+    with chronomem.open(path) as m:
+        store = m.store
+        assert isinstance(store, sqlite_store.SQLiteStore)
+        for i in range(10):
+            assert _objects(m, f"E{i}") == {f"F{i}"}
+        assert len(store._entity_cache) >= 600  # every key of the namespace
+        assert _objects(m, "E299") == {"F299"}
+        assert len(store._names) >= 600  # and every display name
+    monkeypatch.setattr(sqlite_store, "_WARM_MAX", 100)  # too many to load
+    with chronomem.open(path) as m:
+        store = m.store
+        assert isinstance(store, sqlite_store.SQLiteStore)
+        for i in range(20):
+            assert _objects(m, f"E{i}") == {f"F{i}"}
+        assert len(store._entity_cache) < 100
