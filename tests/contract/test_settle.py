@@ -15,6 +15,8 @@ import threading
 import time
 from typing import Iterator
 
+import pytest
+
 from chronomem import FakeClock
 
 from ._helpers import MemoryFactory
@@ -118,3 +120,40 @@ def test_writes_to_other_groups_do_not_wait_for_an_open_write(make_memory: Memor
         t.join(30)
     assert {f.object for f in b.facts("Ana")} == {"Tea", "Coffee"}
     assert first.object == "Tea"
+
+
+def test_a_known_at_read_does_not_wait_forever_for_a_long_write(
+    make_memory: MemoryFactory, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A long bulk load holds the write lock: a read as known at now waits
+    ``SETTLE_WAIT`` seconds, then answers (without the load) and says so."""
+    from chronomem.store import postgres as pg_store
+    from chronomem.store import sqlite as sqlite_store
+
+    monkeypatch.setattr(sqlite_store, "SETTLE_WAIT", 0.3)
+    monkeypatch.setattr(pg_store, "SETTLE_WAIT", 0.3)
+    writer = make_memory()
+    reader = make_memory()
+    writer.add_fact("Kai", "likes", "Tea")
+    inside = threading.Event()
+    release = threading.Event()
+
+    def items() -> Iterator[tuple[str, str, str]]:
+        yield ("Kai", "likes", "Coffee")
+        inside.set()
+        assert release.wait(30)
+
+    t = threading.Thread(target=writer.add_facts, args=(items(),))
+    t.start()
+    try:
+        assert inside.wait(30)
+        t0 = time.perf_counter()
+        with caplog.at_level("WARNING", logger="chronomem.store"):
+            got = {f.object for f in reader.facts("Kai", known_at=_dt.datetime.now(UTC))}
+        assert time.perf_counter() - t0 < 10
+        assert got == {"Tea"}
+        assert "may not be final" in caplog.text
+    finally:
+        release.set()
+        t.join(30)
+    assert {f.object for f in reader.facts("Kai")} == {"Tea", "Coffee"}

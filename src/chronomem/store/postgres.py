@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..errors import MissingExtraError, SchemaVersionError, StoreError
-from ..timeutil import MAX_US, SystemClock, peek_clock, to_us
+from ..timeutil import MAX_US, SystemClock, from_us, peek_clock, to_us
 from .base import EntityRecord, EpisodeStore, FactQuery, PredicateRecord, Row
 from ._factsql import SELECT_FACT, SELECT_READ, compose_fact_sql, distinct_rows
 from .migrations import load_migrations
@@ -40,6 +40,10 @@ from .postgres_tx import RAW_COLS, PgTx
 __all__ = ["PostgresStore", "split_schema"]
 
 log = logging.getLogger("chronomem.store.postgres")
+
+# a read "as known at" a time waits at most this long (seconds) for open
+# writes (settle); after that it answers without the finality guarantee
+SETTLE_WAIT = 5.0
 
 # database-wide advisory lock key for migrations ("chronomem" in two int4s)
 _MIGRATE_LOCK = (1668442479, 1835363693)
@@ -295,8 +299,22 @@ class PostgresStore(PgEpisodeStoreMixin):
         thread it does nothing (the transaction's own snapshot is the answer)."""
         if known_at <= self._settled or getattr(self._local, "conn", None) is not None:
             return
+        psycopg = self._psycopg
         with self._errors(), self._pool.connection() as conn:
-            row = conn.execute("SELECT chronomem_settle(%s, %s)", (known_at, to_us(peek_clock(self._clock)))).fetchone()
+            # wait for open writes at most SETTLE_WAIT: a read should not fail
+            # (or hang) because a long bulk load holds the store's lock
+            conn.execute("SELECT set_config('lock_timeout', %s, false)", (f"{int(SETTLE_WAIT * 1000)}ms",))
+            try:
+                row = conn.execute(
+                    "SELECT chronomem_settle(%s, %s)", (known_at, to_us(peek_clock(self._clock)))
+                ).fetchone()
+            except psycopg.errors.LockNotAvailable:
+                conn.execute("SELECT pg_advisory_unlock_all()")
+                log.warning("a write has held the lock for %.0f s: this read as known at %s may not be final",
+                            SETTLE_WAIT, from_us(known_at).isoformat())
+                return
+            finally:
+                conn.execute("RESET lock_timeout")
         assert row is not None
         self._settled = max(self._settled, int(row[0]))
 

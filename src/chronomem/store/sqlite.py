@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 from ..errors import SchemaVersionError, StoreError, StoreLockedError
-from ..timeutil import MAX_US, SystemClock, peek_clock, to_us
+from ..timeutil import MAX_US, SystemClock, from_us, peek_clock, to_us
 from .base import EntityRecord, FactQuery, PredicateRecord, Row
 from ._factsql import SELECT_FACT, SELECT_READ, compose_fact_sql, distinct_rows
 from .migrations import load_migrations
@@ -38,6 +38,10 @@ _CUTOFF_MAX_PREDICATES = 256
 log = logging.getLogger("chronomem.store.sqlite")
 
 
+
+# a read "as known at" a time waits at most this long (seconds) for an open
+# write (Store.settle); after that it answers without the finality guarantee
+SETTLE_WAIT = 5.0
 
 # name-cache warm-up: after this many cache misses in a process, the names
 # of a namespace (or all display names) are read at once, if at most _WARM_MAX
@@ -244,7 +248,17 @@ class SQLiteStore(EpisodeStoreMixin):
                 return
             last = self.last_system_time()
             if known_at > last:
-                self._begin_immediate()
+                # wait for an open write at most SETTLE_WAIT: a read should
+                # not fail because a long import holds the write lock
+                self._con.execute(f"PRAGMA busy_timeout = {min(self._busy_ms, int(SETTLE_WAIT * 1000))}")
+                try:
+                    self._begin_immediate()
+                except StoreLockedError:
+                    log.warning("a write has held the lock for %.0f s: this read as known at %s may not be final",
+                                SETTLE_WAIT, from_us(known_at).isoformat())
+                    return
+                finally:
+                    self._con.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
                 try:
                     last = self.last_system_time()
                     if last < known_at <= to_us(peek_clock(self._clock)):
