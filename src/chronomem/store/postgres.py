@@ -7,13 +7,17 @@ default schema. Migrations (``store/migrations/postgres``, the same names as
 SQLite's) are applied on open under a database-wide advisory lock, so several
 processes may start at once.
 
-Writes: every :meth:`PostgresStore.write` transaction starts with
-``chronomem_begin_write`` (see ``0001_initial.sql``), which takes the store's
-advisory write lock and derives a system time strictly after every earlier
-transaction's. The write engine then runs unchanged on rows read inside that
-transaction. The ``facts_single_valued`` exclusion constraint (``btree_gist``)
-guarantees the single-valued invariant even for a writer that bypasses the
-lock. ``docs/architecture.md`` ("Concurrency") explains the choice.
+Writes: an exclusive :meth:`PostgresStore.write` transaction starts with
+``chronomem_begin_write``, which takes the store's advisory lock exclusively
+and a system time from the store's clock (a sequence, see
+``0003_concurrent_writes.sql``); a shared one (``add_fact``, ``invalidate``)
+starts with ``chronomem_begin_shared`` and then locks only its names and its
+(subject, predicate) group before it takes its time and reads the group. The
+write engine runs unchanged on rows read inside the transaction. The
+``facts_single_valued`` exclusion constraint (``btree_gist``) guarantees the
+single-valued invariant even for a writer that bypasses the locks.
+:meth:`PostgresStore.settle` makes a read "as known at" a time final.
+``docs/architecture.md`` ("Concurrency") explains the choice.
 
 Reads run on pooled autocommit connections; inside a write transaction (same
 thread) they run on the transaction's connection and see its changes, and

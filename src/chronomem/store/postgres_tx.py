@@ -2,7 +2,8 @@
 
 Kept apart from :mod:`chronomem.store.postgres` (connection pool, migrations,
 reads). Every method runs on the connection of the open transaction, which
-holds the store's write lock (see ``docs/architecture.md``, "Concurrency").
+holds the store's write lock, exclusively or (a shared write) shared plus the
+locks of its names and groups (see ``docs/architecture.md``, "Concurrency").
 """
 
 from __future__ import annotations
