@@ -18,9 +18,8 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Sequence, cast
 
 from .._ids import new_id
-from ..errors import ConfirmationRequiredError, ConflictError, InvalidInputError, NotFoundError
+from ..errors import ConfirmationRequiredError, ConflictError, InvalidInputError, NotFoundError, StoreError
 from ..models import Fact
-from ..errors import StoreError
 from ..store.base import EpisodeFilter, EpisodeRecord, EpisodeStore, EpisodeWriteTx, FactQuery, Store, WriteTx
 from ..timeutil import Precision, TimeLike, from_us, to_us
 from .embed import Embedder, default_embedder
