@@ -14,7 +14,8 @@ from typing import Any, Callable, Sequence
 from ..timeutil import MAX_US
 from .base import READ_COLUMNS, FactQuery, Row
 
-__all__ = ["SELECT_FACT", "SELECT_READ", "InClause", "compose_fact_sql", "distinct_rows"]
+__all__ = ["SELECT_FACT", "SELECT_READ", "InClause", "compose_fact_sql", "cutoff_shape", "distinct_rows",
+           "limit_cutoff"]
 
 # Fact versions with their three names (the Row shape: FACT_COLUMNS + names).
 SELECT_FACT = (
@@ -122,3 +123,56 @@ def distinct_rows(*batches: Sequence[Sequence[Any]]) -> list[Row]:
                 seen.add(r[0])
                 out.append(Row(*r))
     return out
+
+
+# an entity with more predicates than this gets no cut-off (the walk would cost more)
+CUTOFF_MAX_PREDICATES = 256
+
+
+def cutoff_shape(q: FactQuery) -> bool:
+    """Whether ``q`` is a LIMITed "believed now" read of one subject's facts
+    (no other filter): the shape :func:`limit_cutoff` serves."""
+    return not (q.limit is None or q.limit < 1 or q.subject_ids is None or len(q.subject_ids) != 1
+                or q.direction == "in" or q.known_at is not None or q.all_versions or q.overlap is not None
+                or q.predicate_ids is not None or q.fact_ids is not None or q.object_id is not None
+                or q.object_lit is not None)
+
+
+def limit_cutoff(q: FactQuery, execute: Callable[[str, list[Any]], Sequence[Sequence[Any]]],
+                 ph: str) -> int | None:
+    """For a LIMITed read of one entity's believed facts (``recall``'s read):
+    a ``valid_from`` by which the first ``q.limit`` rows surely start, found
+    without sorting all of a busy entity's rows. Per predicate, the
+    ``facts_subject`` index yields the subject's rows in ``valid_from``
+    order, so each predicate's first ``limit`` matches cost an index walk;
+    the ``limit``-th smallest of those bounds the answer (incoming rows can
+    only move it earlier). ``None``: no bound (another shape, fewer rows than
+    the limit, or too many predicates). The caller runs it and the read in
+    one snapshot; ``execute(sql, params)`` returns the rows."""
+    if not cutoff_shape(q) or q.limit is None or q.subject_ids is None:
+        return None
+    sid = q.subject_ids[0]
+    step = (f"SELECT min(predicate_id) FROM facts WHERE subject_id = {ph} AND system_to = {MAX_US} "
+            f"AND predicate_id > {ph}")
+    preds: list[int] = []
+    last = -(2**63)
+    while len(preds) <= CUTOFF_MAX_PREDICATES:
+        rows = execute(step, [sid, last])
+        if not rows or rows[0][0] is None:
+            break
+        last = int(rows[0][0])
+        preds.append(last)
+    if len(preds) > CUTOFF_MAX_PREDICATES:
+        return None
+    walk = (f"SELECT f.valid_from FROM facts f WHERE f.subject_id = {ph} AND f.system_to = {MAX_US} "
+            f"AND f.predicate_id = {ph}"
+            + (f" AND f.valid_from <= {ph} AND f.valid_to > {ph}" if q.as_of is not None else "")
+            + f" ORDER BY f.valid_from LIMIT {ph}")
+    starts: list[int] = []
+    for pid in preds:
+        params: list[Any] = [sid, pid] + ([q.as_of, q.as_of] if q.as_of is not None else []) + [q.limit]
+        starts.extend(int(r[0]) for r in execute(walk, params))
+    if len(starts) < q.limit:
+        return None
+    starts.sort()
+    return starts[q.limit - 1]

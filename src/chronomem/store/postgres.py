@@ -541,7 +541,10 @@ class PostgresStore(PgEpisodeStoreMixin):
 
     def query_tuples(self, q: FactQuery) -> list[tuple[Any, ...]]:
         """The read path: raw tuples in ``READ_COLUMNS`` order, no names
-        (resolve them with :meth:`entity_names` / :meth:`predicate_names`)."""
+        (resolve them with :meth:`entity_names` / :meth:`predicate_names`).
+        (SQLite's busy-entity cut-off, ``_factsql.limit_cutoff``, made this
+        backend slower when measured: 73 ms instead of 12 ms for a LIMITed
+        read of a 25,000-fact entity, so it is not used here.)"""
         sql, params = self.read_sql(q)
         with self._conn() as conn:
             rows: list[tuple[Any, ...]] = conn.execute(sql, params).fetchall()

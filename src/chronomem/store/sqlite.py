@@ -25,19 +25,15 @@ from typing import Any, Iterable, Iterator, Sequence
 from ..errors import SchemaVersionError, StoreError, StoreLockedError
 from ..timeutil import MAX_US, SystemClock, from_us, peek_clock, to_us
 from .base import EntityRecord, FactQuery, PredicateRecord, Row
-from ._factsql import SELECT_FACT, SELECT_READ, compose_fact_sql, distinct_rows
+from ._factsql import SELECT_FACT, SELECT_READ, compose_fact_sql, cutoff_shape, distinct_rows, limit_cutoff
 from .migrations import load_migrations
 from .sqlite_episodes import EpisodeStoreMixin
 from .sqlite_tx import SQLiteTx, _Checkpointer, _in, _split_sql
 
 __all__ = ["SQLiteStore"]
 
-# Above this many predicates on one entity, a LIMITed read sorts as before
-_CUTOFF_MAX_PREDICATES = 256
 
 log = logging.getLogger("chronomem.store.sqlite")
-
-
 
 # a read "as known at" a time waits at most this long (seconds) for an open
 # write (Store.settle); after that it answers without the finality guarantee
@@ -524,7 +520,7 @@ class SQLiteStore(EpisodeStoreMixin):
         """The read path: raw tuples in ``READ_COLUMNS`` order, no names
         (resolve them with :meth:`entity_names` / :meth:`predicate_names`)."""
         with self._lock:
-            if not _cutoff_shape(q):
+            if not cutoff_shape(q):
                 sql, params = self.read_sql(q)
                 return self._con.execute(sql, params).fetchall()
             # the cut-off and the read must see one snapshot
@@ -532,7 +528,7 @@ class SQLiteStore(EpisodeStoreMixin):
             if own:
                 self._con.execute("BEGIN")
             try:
-                cutoff = self._limit_cutoff(q)
+                cutoff = limit_cutoff(q, lambda sql, params: self._con.execute(sql, params).fetchall(), "?")
                 if cutoff is None:
                     sql, params = self.read_sql(q)
                 else:
@@ -541,43 +537,6 @@ class SQLiteStore(EpisodeStoreMixin):
             finally:
                 if own:
                     self._con.execute("COMMIT")
-
-    def _limit_cutoff(self, q: FactQuery) -> int | None:
-        """For a LIMITed read of one entity's believed facts (``recall``'s
-        read): a ``valid_from`` by which the first ``q.limit`` rows surely
-        start, found without sorting all of a busy entity's rows. Per
-        predicate, ``facts_subject`` yields the subject's rows in
-        ``valid_from`` order, so each predicate's first ``limit`` matches
-        cost an index walk; the ``limit``-th smallest of those bounds the
-        answer (incoming rows can only move it earlier). ``None``: no bound
-        (another shape, fewer rows than the limit, or too many predicates)."""
-        if not _cutoff_shape(q) or q.limit is None or q.subject_ids is None:
-            return None
-        sid = q.subject_ids[0]
-        con = self._con
-        step = (f"SELECT min(predicate_id) FROM facts WHERE subject_id = ? AND system_to = {MAX_US} "
-                "AND predicate_id > ?")
-        preds: list[int] = []
-        last = -(2**63)
-        while len(preds) <= _CUTOFF_MAX_PREDICATES:
-            row = con.execute(step, (sid, last)).fetchone()
-            if row is None or row[0] is None:
-                break
-            last = int(row[0])
-            preds.append(last)
-        if len(preds) > _CUTOFF_MAX_PREDICATES:
-            return None
-        walk = (f"SELECT f.valid_from FROM facts f WHERE f.subject_id = ? AND f.system_to = {MAX_US} "
-                "AND f.predicate_id = ?" + (" AND f.valid_from <= ? AND f.valid_to > ?" if q.as_of is not None else "")
-                + " ORDER BY f.valid_from LIMIT ?")
-        starts: list[int] = []
-        for pid in preds:
-            params: list[Any] = [sid, pid] + ([q.as_of, q.as_of] if q.as_of is not None else []) + [q.limit]
-            starts.extend(int(r[0]) for r in con.execute(walk, params))
-        if len(starts) < q.limit:
-            return None
-        starts.sort()
-        return starts[q.limit - 1]
 
     def recent_rows(self, ns_id: int, limit: int) -> list[Row]:
         """Versions with the latest system-time events: the ``limit`` newest
@@ -652,15 +611,6 @@ class SQLiteStore(EpisodeStoreMixin):
             except OSError:
                 pass
         return total
-
-
-def _cutoff_shape(q: FactQuery) -> bool:
-    """Whether ``q`` is a LIMITed "believed now" read of one subject's facts
-    (no other filter): the shape :meth:`SQLiteStore._limit_cutoff` serves."""
-    return not (q.limit is None or q.limit < 1 or q.subject_ids is None or len(q.subject_ids) != 1
-                or q.direction == "in" or q.known_at is not None or q.all_versions or q.overlap is not None
-                or q.predicate_ids is not None or q.fact_ids is not None or q.object_id is not None
-                or q.object_lit is not None)
 
 
 def _query_params(q: FactQuery) -> list[Any]:
