@@ -10,6 +10,7 @@ Two ways it could change afterwards, both closed by ``Store.settle``:
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import threading
 import time
@@ -17,29 +18,41 @@ from typing import Iterator
 
 import pytest
 
-from chronomem import FakeClock
+from chronomem import FakeClock, Memory
 
 from ._helpers import MemoryFactory
 
 UTC = _dt.timezone.utc
 
 
-def test_a_known_at_read_waits_for_a_write_stamped_before_it(make_memory: MemoryFactory) -> None:
-    writer = make_memory()
-    reader = make_memory()
-    writer.add_fact("Kai", "likes", "Tea")
+@contextlib.contextmanager
+def _open_write(writer: Memory) -> Iterator[threading.Event]:
+    """``writer`` adds Kai -likes-> Coffee in a batch that stays open (its
+    transaction begun, its system time taken, nothing committed) until the
+    yielded event is set or the block ends."""
     inside = threading.Event()
     release = threading.Event()
 
     def items() -> Iterator[tuple[str, str, str]]:
         yield ("Kai", "likes", "Coffee")
-        inside.set()  # the write transaction is open, its rows not committed
+        inside.set()
         assert release.wait(30)
 
     t = threading.Thread(target=writer.add_facts, args=(items(),))
     t.start()
     try:
         assert inside.wait(30)
+        yield release
+    finally:
+        release.set()
+        t.join(30)
+
+
+def test_a_known_at_read_waits_for_a_write_stamped_before_it(make_memory: MemoryFactory) -> None:
+    writer = make_memory()
+    reader = make_memory()
+    writer.add_fact("Kai", "likes", "Tea")
+    with _open_write(writer) as release:
         known = _dt.datetime.now(UTC)  # after the open write took its system time
         got: list[set[object]] = []
         r = threading.Thread(target=lambda: got.append({f.object for f in reader.facts("Kai", known_at=known)}))
@@ -49,9 +62,6 @@ def test_a_known_at_read_waits_for_a_write_stamped_before_it(make_memory: Memory
         release.set()
         r.join(30)
         assert got == [{"Tea", "Coffee"}]
-    finally:
-        release.set()
-        t.join(30)
     assert {f.object for f in reader.facts("Kai", known_at=known)} == {"Tea", "Coffee"}
 
 
@@ -135,25 +145,11 @@ def test_a_known_at_read_does_not_wait_forever_for_a_long_write(
     writer = make_memory()
     reader = make_memory()
     writer.add_fact("Kai", "likes", "Tea")
-    inside = threading.Event()
-    release = threading.Event()
-
-    def items() -> Iterator[tuple[str, str, str]]:
-        yield ("Kai", "likes", "Coffee")
-        inside.set()
-        assert release.wait(30)
-
-    t = threading.Thread(target=writer.add_facts, args=(items(),))
-    t.start()
-    try:
-        assert inside.wait(30)
+    with _open_write(writer):
         t0 = time.perf_counter()
         with caplog.at_level("WARNING", logger="chronomem.store"):
             got = {f.object for f in reader.facts("Kai", known_at=_dt.datetime.now(UTC))}
         assert time.perf_counter() - t0 < 10
         assert got == {"Tea"}
         assert "may not be final" in caplog.text
-    finally:
-        release.set()
-        t.join(30)
     assert {f.object for f in reader.facts("Kai")} == {"Tea", "Coffee"}
