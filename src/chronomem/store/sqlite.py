@@ -302,33 +302,41 @@ class SQLiteStore(EpisodeStoreMixin):
         with self._lock:
             return [n for (n,) in self._con.execute("SELECT name FROM namespaces ORDER BY name")]
 
-    def _entity_id(self, ns_id: int, key: str) -> int | None:
+    def _entity_id(self, ns_id: int, key: str, *, warm: bool = False) -> int | None:
+        """The entity a name key names (cached, with its display name).
+        ``warm`` (the read path): a process that keeps missing loads the
+        namespace's keys and names at once; a write never pays for that."""
         cached = self._entity_cache.get((ns_id, key))
         if cached is not None:
             return cached
-        if ns_id not in self._warm_keys:
+        if warm and ns_id not in self._warm_keys:
             self._key_misses += 1
             if self._key_misses >= _WARM_AFTER:
                 self._warm_keys.add(ns_id)
                 (n,) = self._con.execute("SELECT count(*) FROM entity_keys WHERE ns_id = ?", (ns_id,)).fetchone()
                 if n <= _WARM_MAX:
-                    for k, eid in self._con.execute("SELECT key, entity_id FROM entity_keys WHERE ns_id = ?", (ns_id,)):
-                        self._entity_cache[(ns_id, k)] = int(eid)
+                    self._entity_cache.update(
+                        ((ns_id, k), eid) for k, eid in
+                        self._con.execute("SELECT key, entity_id FROM entity_keys WHERE ns_id = ?", (ns_id,))
+                    )
                     cached = self._entity_cache.get((ns_id, key))
                     if cached is not None:
                         return cached
         row = self._con.execute(
-            "SELECT entity_id FROM entity_keys WHERE ns_id = ? AND key = ?", (ns_id, key)
+            "SELECT k.entity_id, e.name FROM entity_keys k JOIN entities e ON e.id = k.entity_id "
+            "WHERE k.ns_id = ? AND k.key = ?", (ns_id, key)
         ).fetchone()
         if row is None:
             return None
-        self._entity_cache[(ns_id, key)] = int(row[0])
-        return int(row[0])
+        eid = int(row[0])
+        self._entity_cache[(ns_id, key)] = eid
+        self._names[eid] = row[1]
+        return eid
 
     def entity_id(self, ns_id: int, key: str) -> int | None:
         with self._lock:
             self._check_caches()
-            return self._entity_id(ns_id, key)
+            return self._entity_id(ns_id, key, warm=True)
 
     def _entity_record(self, r: Sequence[Any]) -> EntityRecord:
         aliases = tuple(
