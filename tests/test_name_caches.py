@@ -87,3 +87,17 @@ def test_many_misses_load_the_namespace_keys_at_once(tmp_path: Any, monkeypatch:
         for i in range(20):
             assert _objects(m, f"E{i}") == {f"F{i}"}
         assert len(store._entity_cache) < 100
+
+
+def test_writes_never_load_the_namespace_keys(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "m.db"
+    with chronomem.open(path) as m:
+        m.add_facts([(f"E{i}", "knows", f"F{i}") for i in range(300)])
+    monkeypatch.setattr(sqlite_store, "_WARM_AFTER", 10)
+    with chronomem.open(path) as m:
+        store = m.store
+        assert isinstance(store, sqlite_store.SQLiteStore)
+        for i in range(40):
+            f = m.add_fact(f"E{i}", "knows", f"F{i + 1}")
+            assert (f.subject, f.object) == (f"E{i}", f"F{i + 1}")  # names came with the key lookups
+        assert len(store._entity_cache) < 100
