@@ -259,8 +259,7 @@ class Memory(EvidenceMixin, IdentityMixin):
         with self._store.write(shared=True) as tx:
             tx.reserve_names(self._ns, [subject] if literal else [subject, object], [predicate])
             cand, single = self._candidate(tx, item)
-            tx.lock_groups([(cand.subject_id, cand.predicate_id)])
-            cand.sf = tx.now
+            tx.lock_groups([(cand.subject_id, cand.predicate_id)])  # may move tx.now: TxWork starts after
             work = self._work(tx)
             result, status = work.place(cand, single=single)
             self._flush(tx, work)
