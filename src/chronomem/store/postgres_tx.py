@@ -37,6 +37,8 @@ FACT_INSERT_COLS = (
     "valid_from", "valid_from_prec", "valid_to", "valid_to_prec", "system_from", "system_to",
     "confidence", "source", "episode_id", "properties", "invalidated_by", "close_kind", "closed_by", "single",
 )
+# the believed versions of one (subject, predicate) group
+_BELIEVED = f"SELECT {RAW_COLS} FROM facts WHERE subject_id = %s AND system_to = {MAX_US} AND predicate_id = %s"
 _INSERT_HEAD = f"INSERT INTO facts ({', '.join(FACT_INSERT_COLS)}) VALUES "
 _VALUES = f"({', '.join(['%s'] * len(FACT_INSERT_COLS))})"
 # batches at least this large go through COPY
@@ -199,10 +201,7 @@ class PgTx(PgEpisodeTxMixin):
             if tick:
                 clock.execute("SELECT chronomem_tick(%s)", (self.now,))
             for cur, (s, p) in zip(reads, groups):
-                cur.execute(
-                    f"SELECT {RAW_COLS} FROM facts WHERE subject_id = %s AND system_to = {MAX_US} "
-                    "AND predicate_id = %s", (s, p),
-                )
+                cur.execute(_BELIEVED, (s, p))
         if tick:
             row = clock.fetchone()
             assert row is not None
@@ -405,10 +404,7 @@ class PgTx(PgEpisodeTxMixin):
                     self._prefetch_believed(subject_id)
                     if subject_id in self._prefetch_subjects:
                         return self.believed_rows(subject_id, predicate_id)
-            rows = self._rows(
-                f"SELECT {RAW_COLS} FROM facts WHERE subject_id = %s AND system_to = {MAX_US} AND predicate_id = %s",
-                (subject_id, predicate_id),
-            )
+            rows = self._rows(_BELIEVED, (subject_id, predicate_id))
         self._served.add(group)
         loaded = self._loaded.setdefault(group, {})
         for r in rows:
