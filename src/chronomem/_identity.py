@@ -26,7 +26,7 @@ from .timeutil import MAX_US, from_us
 if TYPE_CHECKING:  # pragma: no cover
     from ._engine import TxWork
 
-__all__ = ["IdentityMixin", "local_merge_payload", "portable_merge_payload"]
+__all__ = ["IdentityMixin", "local_merge_payload", "portable_merge_payload", "restore_merge"]
 
 
 class IdentityMixin:
@@ -247,3 +247,12 @@ def local_merge_payload(
         local.append(rowid)
     out["closed"] = local
     return json.dumps(out)
+
+
+def restore_merge(tx: WriteTx, ns_id: int, op_id: str, at: int, undone_at: int | None,
+                  portable: Mapping[str, Any], entity_ids: Mapping[str, int]) -> None:
+    """Write a carried merge (export/import, copy) once the versions it
+    closed are in the destination: its payload's keys and (fact id, version)
+    pairs become this store's ids (see :func:`local_merge_payload`)."""
+    rowids = {(r.fact_id, r.version): r.rowid for r in tx.rows_closed_by(ns_id, op_id) if r.rowid is not None}
+    tx.insert_operation(op_id, ns_id, "merge", at, local_merge_payload(portable, entity_ids, rowids), undone_at)

@@ -36,7 +36,7 @@ import logging
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, Sequence, cast
 
-from ._identity import local_merge_payload, portable_merge_payload
+from ._identity import portable_merge_payload, restore_merge
 from .errors import ConflictError, InvalidInputError
 from .normalize import normalize_key
 from .store.base import EpisodeRecord, EpisodeStore, Row, Store, WriteTx
@@ -204,9 +204,8 @@ def _copy_operations(
             raise InvalidInputError(f"cannot copy operation {op_id} of unknown kind {kind!r}")
         if tx.operation(op_id) is not None:
             raise ConflictError(f"operation {op_id} already exists in the destination; copy into an empty store")
-        rowids = {(r.fact_id, r.version): r.rowid for r in tx.rows_closed_by(dst_ns, op_id) if r.rowid is not None}
-        portable = portable_merge_payload(payload, src_keys, closed_version)
-        tx.insert_operation(op_id, dst_ns, kind, at, local_merge_payload(portable, dst_ids, rowids), undone_at)
+        restore_merge(tx, dst_ns, op_id, at, undone_at, portable_merge_payload(payload, src_keys, closed_version),
+                      dst_ids)
 
 
 def _copy_episodes(src: EpisodeStore, dst: EpisodeStore, name: str, result: CopyResult, tz: _dt.tzinfo) -> None:

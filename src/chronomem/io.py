@@ -32,7 +32,7 @@ from itertools import chain
 from typing import IO, TYPE_CHECKING, Any, Iterator, Mapping
 
 from ._codec import decode_literal
-from ._identity import local_merge_payload, portable_merge_payload
+from ._identity import portable_merge_payload, restore_merge
 from ._import_rows import ImportResult, Progress, add_batches, checked_item, more_errors, read_lines
 from .errors import ConflictError, InvalidInputError, InvalidIntervalError
 from .io_table import TABLE_FIELDS, import_table
@@ -443,14 +443,11 @@ class _Restorer:
     def insert_operations(self) -> None:
         """Write the collected merges with their payloads' entity keys and
         (fact id, version) pairs turned into this store's ids."""
-        for number, op_id, kind, at, undone, payload in self.operations:
-            rowids = {(r.fact_id, r.version): r.rowid for r in self.tx.rows_closed_by(self.ns, op_id)
-                      if r.rowid is not None}
+        for number, op_id, _kind, at, undone, payload in self.operations:
             try:
-                local = local_merge_payload(payload, self.entities, rowids)
+                restore_merge(self.tx, self.ns, op_id, at, undone, payload, self.entities)
             except InvalidInputError as exc:
                 raise InvalidInputError(f"line {number}: operation {op_id}: {exc}") from None
-            self.tx.insert_operation(op_id, self.ns, kind, at, local, undone)
 
     @staticmethod
     def _ref(table: Mapping[str, int], key: object, what: str, number: int) -> int:
