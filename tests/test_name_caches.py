@@ -50,8 +50,7 @@ def test_ordinary_writes_of_another_connection_keep_the_sqlite_caches(tmp_path: 
     try:
         writer.add_fact("Kai", "likes", "Tea")
         assert _objects(reader, "Kai") == {"Tea"}
-        store = reader.store
-        assert isinstance(store, sqlite_store.SQLiteStore)
+        store = _sqlite(reader)
         cached = dict(store._entity_cache)
         assert cached
         writer.add_fact("Ana", "likes", "Tea")
@@ -67,14 +66,25 @@ def test_ordinary_writes_of_another_connection_keep_the_sqlite_caches(tmp_path: 
         reader.close()
 
 
-def test_many_misses_load_the_namespace_keys_at_once(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def _three_hundred_names(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A store with 300 facts E{i} -knows-> F{i}; warm-up after 10 misses."""
     path = tmp_path / "m.db"
     with chronomem.open(path) as m:
         m.add_facts([(f"E{i}", "knows", f"F{i}") for i in range(300)])
     monkeypatch.setattr(sqlite_store, "_WARM_AFTER", 10)
+    return path
+
+
+def _sqlite(m: chronomem.Memory) -> sqlite_store.SQLiteStore:
+    store = m.store
+    assert isinstance(store, sqlite_store.SQLiteStore)
+    return store
+
+
+def test_many_misses_load_the_namespace_keys_at_once(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _three_hundred_names(tmp_path, monkeypatch)
     with chronomem.open(path) as m:
-        store = m.store
-        assert isinstance(store, sqlite_store.SQLiteStore)
+        store = _sqlite(m)
         for i in range(10):
             assert _objects(m, f"E{i}") == {f"F{i}"}
         assert len(store._entity_cache) >= 600  # every key of the namespace
@@ -82,21 +92,16 @@ def test_many_misses_load_the_namespace_keys_at_once(tmp_path: Any, monkeypatch:
         assert len(store._names) >= 600  # and every display name
     monkeypatch.setattr(sqlite_store, "_WARM_MAX", 100)  # too many to load
     with chronomem.open(path) as m:
-        store = m.store
-        assert isinstance(store, sqlite_store.SQLiteStore)
+        store = _sqlite(m)
         for i in range(20):
             assert _objects(m, f"E{i}") == {f"F{i}"}
         assert len(store._entity_cache) < 100
 
 
 def test_writes_never_load_the_namespace_keys(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = tmp_path / "m.db"
+    path = _three_hundred_names(tmp_path, monkeypatch)
     with chronomem.open(path) as m:
-        m.add_facts([(f"E{i}", "knows", f"F{i}") for i in range(300)])
-    monkeypatch.setattr(sqlite_store, "_WARM_AFTER", 10)
-    with chronomem.open(path) as m:
-        store = m.store
-        assert isinstance(store, sqlite_store.SQLiteStore)
+        store = _sqlite(m)
         for i in range(40):
             f = m.add_fact(f"E{i}", "knows", f"F{i + 1}")
             assert (f.subject, f.object) == (f"E{i}", f"F{i + 1}")  # names came with the key lookups
