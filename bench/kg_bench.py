@@ -362,13 +362,9 @@ def worker_mempalace(spec: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def worker_icews(spec: dict[str, Any]) -> dict[str, Any]:
-    import chronomem  # noqa: PLC0415
-
-    out: dict[str, Any] = {"rss_base_mb": rss_mb()}
-    path = Path(spec["path"])
-    limit = spec.get("limit") or 0
-    t = time.perf_counter()
+def icews_rows(path: Path, limit: int = 0) -> list[dict[str, str]]:
+    """The ICEWS TSV as add_facts items: each event holds for its day
+    (valid_to = date + 1 day), column 5 is the source; ``limit`` 0 = all."""
     plus1: dict[str, str] = {}
     rows: list[dict[str, str]] = []
     with open(path, encoding="utf-8") as fh:
@@ -389,6 +385,17 @@ def worker_icews(spec: dict[str, Any]) -> dict[str, Any]:
             )
             if limit and len(rows) >= limit:
                 break
+    return rows
+
+
+def worker_icews(spec: dict[str, Any]) -> dict[str, Any]:
+    import chronomem  # noqa: PLC0415
+
+    out: dict[str, Any] = {"rss_base_mb": rss_mb()}
+    path = Path(spec["path"])
+    limit = spec.get("limit") or 0
+    t = time.perf_counter()
+    rows = icews_rows(path, limit)
     out["parse_s"] = time.perf_counter() - t
     out["rows"] = len(rows)
     d = Path(spec["dir"])

@@ -31,7 +31,6 @@ PostgreSQL: a fresh schema of the --pg database, dropped afterwards):
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import multiprocessing as mp
 import os
@@ -133,26 +132,6 @@ def run_workload(t: Target, args: argparse.Namespace, tmp: Path) -> dict[str, An
     return out
 
 
-def icews_rows(limit: int) -> list[dict[str, str]]:
-    rows: list[dict[str, str]] = []
-    plus1: dict[str, str] = {}
-    with open(ICEWS, encoding="utf-8") as fh:
-        fh.readline()
-        for line in fh:
-            parts = line.rstrip("\n").split("\t")
-            if len(parts) < 4:
-                continue
-            s, r, o, day = parts[:4]
-            nxt = plus1.get(day)
-            if nxt is None:
-                nxt = plus1[day] = (dt.date.fromisoformat(day) + dt.timedelta(days=1)).isoformat()
-            rows.append({"subject": s, "predicate": r, "object": o, "valid_from": day, "valid_to": nxt,
-                         "source": parts[4] if len(parts) > 4 else "icews"})
-            if limit and len(rows) >= limit:
-                break
-    return rows
-
-
 def run_icews(t: Target, rows: list[dict[str, str]]) -> dict[str, Any]:
     with chronomem.open(t.url(), namespace="default") as m:
         t0 = time.perf_counter()
@@ -211,7 +190,7 @@ def main() -> int:
     res: dict[str, Any] = {"args": vars(args), "sqlite": {}, "postgres": {}}
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        rows = icews_rows(args.icews_limit) if "icews" not in skip and ICEWS.exists() else []
+        rows = kg_bench.icews_rows(ICEWS, args.icews_limit) if "icews" not in skip and ICEWS.exists() else []
         for backend in ("sqlite", "postgres"):
             r = res[backend]
             if "workload" not in skip:
