@@ -63,27 +63,23 @@ def compose_fact_sql(q: FactQuery, head: str, union_order: str, ph: str, in_: In
     if q.fact_ids is not None:
         common.append(in_("f.fact_id", q.fact_ids, cparams))
     branches: list[tuple[list[str], list[Any]]] = []
-    if q.subject_ids is None:
-        params: list[Any] = [q.ns_id]
-        where = [f"f.ns_id = {ph}"]
+
+    def with_object(where: list[str], params: list[Any]) -> tuple[list[str], list[Any]]:
+        """An outgoing branch: ``where`` plus the object filters."""
         if q.object_id is not None:
             where.append(f"f.object_id = {ph}")
             params.append(q.object_id)
         if q.object_lit is not None:
             where.append(f"f.object_lit = {ph}")
             params.append(q.object_lit)
-        branches.append((where, params))
+        return where, params
+
+    if q.subject_ids is None:
+        branches.append(with_object([f"f.ns_id = {ph}"], [q.ns_id]))
     else:
         if q.direction in ("out", "both"):
-            params = []
-            where = [in_("f.subject_id", q.subject_ids, params)]
-            if q.object_id is not None:
-                where.append(f"f.object_id = {ph}")
-                params.append(q.object_id)
-            if q.object_lit is not None:
-                where.append(f"f.object_lit = {ph}")
-                params.append(q.object_lit)
-            branches.append((where, params))
+            params: list[Any] = []
+            branches.append(with_object([in_("f.subject_id", q.subject_ids, params)], params))
         if q.direction in ("in", "both") and q.object_lit is None:
             params = []
             where = [in_("f.object_id", q.subject_ids, params)]
