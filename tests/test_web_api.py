@@ -15,7 +15,7 @@ from starlette.routing import Route
 from chronomem import Memory
 from chronomem.server import UnsafeBindError, build_app, is_loopback, resolve_token
 from chronomem.web import create_app
-from test_web_support import Client, story
+from test_web_support import Client, err, story
 
 
 @pytest.fixture
@@ -28,15 +28,6 @@ def mem(tmp_path: Path) -> Iterator[Memory]:
 @pytest.fixture
 def client(mem: Memory) -> Client:
     return Client(create_app(mem))
-
-
-def err(r: httpx.Response, status: int, kind: str | None = None) -> dict[str, Any]:
-    assert r.status_code == status, r.text
-    body = r.json()["error"]
-    assert set(body) == {"type", "message"} and body["message"]
-    if kind is not None:
-        assert body["type"] == kind, body
-    return dict(body)
 
 
 def fact_id(mem: Memory, subject: str, obj: str) -> str:

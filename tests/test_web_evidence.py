@@ -15,7 +15,7 @@ import pytest
 from chronomem import Memory
 from chronomem.evidence import MAX_EPISODE_CHARS
 from chronomem.web import create_app
-from test_web_support import Client, story
+from test_web_support import Client, err, story
 
 
 @dataclass
@@ -52,15 +52,6 @@ def world(tmp_path: Path) -> Iterator[tuple[Memory, Ids]]:
 @pytest.fixture
 def client(world: tuple[Memory, Ids]) -> Client:
     return Client(create_app(world[0]))
-
-
-def err(r: httpx.Response, status: int, kind: str | None = None) -> dict[str, Any]:
-    assert r.status_code == status, r.text
-    body = r.json()["error"]
-    assert set(body) == {"type", "message"} and body["message"]
-    if kind is not None:
-        assert body["type"] == kind, body
-    return dict(body)
 
 
 def hit_ids(data: dict[str, Any]) -> list[str]:

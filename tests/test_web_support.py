@@ -16,6 +16,16 @@ from chronomem import FakeClock, Memory
 ACME_BARS = 7
 
 
+def err(r: httpx.Response, status: int, kind: str | None = None) -> dict[str, Any]:
+    """The typed error body of ``r``, after checking its status (and kind)."""
+    assert r.status_code == status, r.text
+    body = r.json()["error"]
+    assert set(body) == {"type", "message"} and body["message"]
+    if kind is not None:
+        assert body["type"] == kind, body
+    return dict(body)
+
+
 def story(path: Path) -> Memory:
     """A small memory with supersession, an unknown start, a correction, a
     retraction, an invalidation and a review conflict."""
