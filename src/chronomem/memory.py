@@ -15,7 +15,7 @@ import logging
 from typing import Any, Iterable, Mapping, Sequence
 
 from . import _analysis
-from ._codec import encode_literal, load_props, row_to_fact, tuple_to_fact
+from ._codec import encode_literal, load_props, row_to_fact, tuples_to_facts
 from ._candidates import CandidateBuilder
 from ._engine import TxWork
 from ._identity import IdentityMixin
@@ -503,7 +503,7 @@ class Memory(EvidenceMixin, IdentityMixin):
         tzname = self._tzname
         ents = store.entity_names({t[2] for t in rows} | {t[4] for t in rows if t[4] is not None})
         preds = store.predicate_names({t[3] for t in rows})
-        return [tuple_to_fact(t, now, ns, tzname, ents, preds) for t in rows]
+        return tuples_to_facts(rows, now, ns, tzname, ents, preds)
 
     def facts(
         self,
