@@ -33,6 +33,7 @@ from typing import IO, TYPE_CHECKING, Any, Iterator, Mapping
 
 from ._codec import decode_literal
 from ._identity import portable_merge_payload, restore_merge
+from ._jsonobj import load_object
 from ._import_rows import ImportResult, Progress, add_batches, checked_item, more_errors, read_lines
 from .errors import ConflictError, InvalidInputError, InvalidIntervalError
 from .io_table import TABLE_FIELDS, import_table
@@ -171,13 +172,8 @@ def export_jsonl(mem: "Memory", fp: IO[str]) -> ExportResult:
 
 # -- JSONL import ---------------------------------------------------------
 def _json_line(number: int, text: str) -> dict[str, Any]:
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidInputError(f"line {number}: not valid JSON ({exc.msg})") from None
-    if not isinstance(obj, dict):
-        raise InvalidInputError(f"line {number}: expected a JSON object, not {type(obj).__name__}")
-    return obj
+    return load_object(text, f"line {number}:", invalid="not valid JSON",
+                       not_object="expected a JSON object, not {type}")
 
 
 def import_jsonl(

@@ -15,8 +15,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from .._jsonobj import load_object
 from .._open import resolve_url
-from ..errors import InvalidInputError, StoreError
+from ..errors import StoreError
 from ..memory import Memory
 from ..models import Fact
 from ..timeutil import Precision, format_us, to_us
@@ -127,15 +128,10 @@ def emit(data: Any, human: Callable[[Console], None]) -> None:
 
 
 def parse_json_object(text: str | None, option: str) -> dict[str, Any] | None:
+    """The JSON object an option's value holds (``None`` for no value)."""
     if text is None:
         return None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidInputError(f"{option} is not valid JSON ({exc.msg})") from None
-    if not isinstance(value, dict):
-        raise InvalidInputError(f"{option} must be a JSON object such as '{{\"key\": \"value\"}}'")
-    return value
+    return load_object(text, option, not_object="must be a JSON object such as '{\"key\": \"value\"}'")
 
 
 # -- rendering ------------------------------------------------------------

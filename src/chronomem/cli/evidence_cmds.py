@@ -19,6 +19,7 @@ from typing import Any, Iterator
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from .._jsonobj import load_object
 from ..errors import InvalidInputError
 from ._common import console, emit, facts_out, json_option, nothing, state
 
@@ -132,12 +133,7 @@ def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
         for n, line in enumerate(fh, 1):
             if not line.strip():
                 continue
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InvalidInputError(f"{path}:{n} is not valid JSON ({exc.msg})") from None
-            if not isinstance(item, dict):
-                raise InvalidInputError(f"{path}:{n} must be a JSON object")
+            item = load_object(line, f"{path}:{n}")
             text = item.get("text", item.get("content"))
             yield {
                 "text": text, "speaker": item.get("speaker", item.get("role")),

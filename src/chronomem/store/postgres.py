@@ -36,10 +36,12 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from ..errors import MissingExtraError, SchemaVersionError, StoreError
 from ..timeutil import MAX_US, SystemClock, from_us, peek_clock, to_us
 from .base import EntityRecord, EpisodeStore, FactQuery, PredicateRecord, Row
-from ._factsql import SELECT_FACT, SELECT_READ, compose_fact_sql, distinct_rows
+from ._basestore import RowReadsMixin, StoreSQL
+from ._basetx import RAW_COLS
+from ._factsql import SELECT_FACT, SELECT_READ, compose_fact_sql
 from .migrations import load_migrations
 from .postgres_episodes import PgEpisodeStoreMixin
-from .postgres_tx import RAW_COLS, PgTx
+from .postgres_tx import PgTx
 
 __all__ = ["PostgresStore", "split_schema"]
 
@@ -95,10 +97,11 @@ def _psycopg() -> Any:
     return psycopg
 
 
-class PostgresStore(PgEpisodeStoreMixin):
+class PostgresStore(RowReadsMixin, PgEpisodeStoreMixin):
     """PostgreSQL implementation of :class:`~chronomem.store.base.Store`."""
 
     backend = "postgresql"
+    _rows_sql = StoreSQL("%s")
     pgvector = False
 
     def __init__(self, url: str, *, clock: Any = None, pool_size: int = 4, connect_timeout: float = 10.0) -> None:
@@ -416,44 +419,12 @@ class PostgresStore(PgEpisodeStoreMixin):
             got = self._entity_records(rows)
             return got[0] if got else None
 
-    def merge_operations(self, ns_id: int) -> list[tuple[int, str, int | None]]:
-        """``(at, payload, undone_at)`` of every merge in the namespace, oldest first."""
-        with self._conn() as conn:
-            return [
-                (int(r[0]), str(r[1]), None if r[2] is None else int(r[2]))
-                for r in conn.execute(
-                    "SELECT at, payload, undone_at FROM operations WHERE ns_id = %s AND kind = 'merge' ORDER BY at",
-                    (ns_id,),
-                ).fetchall()
-            ]
-
-    def operations(self, ns_id: int) -> list[tuple[str, str, int, str, int | None]]:
-        """``(id, kind, at, payload, undone_at)`` of every operation in the namespace, oldest first."""
-        with self._conn() as conn:
-            return [
-                (str(r[0]), str(r[1]), int(r[2]), str(r[3]), None if r[4] is None else int(r[4]))
-                for r in conn.execute(
-                    "SELECT id, kind, at, payload, undone_at FROM operations WHERE ns_id = %s ORDER BY at, id",
-                    (ns_id,),
-                ).fetchall()
-            ]
-
     def entities(self, ns_id: int) -> list[EntityRecord]:
         with self._conn() as conn:
             rows = conn.execute(
                 f"SELECT {_ENTITY_COLS} FROM entities e WHERE e.ns_id = %s ORDER BY e.id", (ns_id,)
             ).fetchall()
             return self._entity_records(rows)
-
-    def entity_keys(self, ns_id: int) -> list[tuple[str, int, str | None]]:
-        """Every name key of a namespace: ``(key, entity_id, alias_name)``."""
-        with self._conn() as conn:
-            return [
-                (str(r[0]), int(r[1]), r[2])
-                for r in conn.execute(
-                    "SELECT key, entity_id, alias_name FROM entity_keys WHERE ns_id = %s ORDER BY key", (ns_id,)
-                )
-            ]
 
     def entities_by_key_substring(self, ns_id: int, text: str, limit: int) -> list[EntityRecord]:
         pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
@@ -555,32 +526,9 @@ class PostgresStore(PgEpisodeStoreMixin):
         with self._conn() as conn:
             return [Row(*r) for r in conn.execute(sql, params)]
 
-    def recent_rows(self, ns_id: int, limit: int) -> list[Row]:
-        """Versions with the latest system-time events: the ``limit`` newest
-        recorded and the ``limit`` most recently closed (may overlap)."""
+    def _fetch(self, *queries: tuple[str, Sequence[Any]]) -> list[list[tuple[Any, ...]]]:
         with self._conn() as conn:
-            newest = conn.execute(
-                SELECT_FACT + " WHERE f.ns_id = %s ORDER BY f.rowid DESC LIMIT %s", (ns_id, limit)
-            ).fetchall()
-            closed = conn.execute(
-                SELECT_FACT + f" WHERE f.ns_id = %s AND f.system_to < {MAX_US} ORDER BY f.system_to DESC LIMIT %s",
-                (ns_id, limit),
-            ).fetchall()
-        return distinct_rows(newest, closed)
-
-    def iter_rows(self, ns_id: int, batch: int = 10000) -> Iterator[Row]:
-        last = -1
-        while True:
-            with self._conn() as conn:
-                rows = conn.execute(
-                    SELECT_FACT + " WHERE f.ns_id = %s AND f.rowid > %s ORDER BY f.rowid LIMIT %s",
-                    (ns_id, last, batch),
-                ).fetchall()
-            if not rows:
-                return
-            for r in rows:
-                yield Row(*r)
-            last = rows[-1][0]
+            return [conn.execute(sql, params).fetchall() for sql, params in queries]
 
     def raw_rows(self, ns_id: int) -> list[Row]:
         """Every version of a namespace without names (``RAW_COLS``), by rowid."""

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from ..errors import ChronomemError, StoreError
 from ..normalize import normalize_key
 from ..timeutil import MAX_US
+from ._basetx import INSERT_COLS, RAW_COLS, BaseTx, TxSQL, fact_values
 from .base import PredicateRecord, Row
 from .postgres_episodes import PgEpisodeTxMixin
 
@@ -27,18 +28,9 @@ __all__ = ["PgTx", "RAW_COLS", "FACT_INSERT_COLS"]
 
 log = logging.getLogger("chronomem.store.postgres")
 
-RAW_COLS = (
-    "rowid, fact_id, version, ns_id, subject_id, predicate_id, object_id, object_lit, valid_from, "
-    "valid_from_prec, valid_to, valid_to_prec, system_from, system_to, confidence, source, episode_id, "
-    "properties, invalidated_by, close_kind, closed_by"
-)
-FACT_INSERT_COLS = (
-    "fact_id", "version", "ns_id", "subject_id", "predicate_id", "object_id", "object_lit",
-    "valid_from", "valid_from_prec", "valid_to", "valid_to_prec", "system_from", "system_to",
-    "confidence", "source", "episode_id", "properties", "invalidated_by", "close_kind", "closed_by", "single",
-)
-# the believed versions of one (subject, predicate) group
-_BELIEVED = f"SELECT {RAW_COLS} FROM facts WHERE subject_id = %s AND system_to = {MAX_US} AND predicate_id = %s"
+_SQL = TxSQL("%s", " RETURNING id")
+# fact inserts also set the ``single`` flag (see PgTx._single_flags)
+FACT_INSERT_COLS = (*INSERT_COLS, "single")
 _INSERT_HEAD = f"INSERT INTO facts ({', '.join(FACT_INSERT_COLS)}) VALUES "
 _VALUES = f"({', '.join(['%s'] * len(FACT_INSERT_COLS))})"
 # batches at least this large go through COPY
@@ -57,8 +49,12 @@ def _bump_names(conn: "psycopg.Connection[Any]") -> None:
     )
 
 
-class PgTx(PgEpisodeTxMixin):
-    """Write primitives bound to an open PostgreSQL transaction."""
+class PgTx(BaseTx, PgEpisodeTxMixin):
+    """Write primitives bound to an open PostgreSQL transaction (the ones
+    both backends share are in :class:`~chronomem.store._basetx.BaseTx`)."""
+
+    sql = _SQL
+    store: "PostgresStore"
 
     def __init__(self, store: "PostgresStore", conn: "psycopg.Connection[Any]", now: int, *,
                  shared: bool = False) -> None:
@@ -119,6 +115,17 @@ class PgTx(PgEpisodeTxMixin):
         with self._conn.pipeline():
             for sql, params in queued:
                 self._conn.execute(sql, params or None)
+
+    def _execute(self, sql: str, params: Sequence[Any] = ()) -> "psycopg.Cursor[Any]":
+        return self.conn.execute(sql, params)
+
+    def _executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self.conn.cursor().executemany(sql, rows)
+
+    def _insert_id(self, sql: str, params: Sequence[Any]) -> int:
+        row = self.conn.execute(sql, params).fetchone()
+        assert row is not None
+        return int(row[0])
 
     def commit(self) -> None:
         """Send what is queued and COMMIT, in one round trip."""
@@ -201,7 +208,7 @@ class PgTx(PgEpisodeTxMixin):
             if tick:
                 clock.execute("SELECT chronomem_tick(%s)", (self.now,))
             for cur, (s, p) in zip(reads, groups):
-                cur.execute(_BELIEVED, (s, p))
+                cur.execute(_SQL.believed, (s, p))
         if tick:
             row = clock.fetchone()
             assert row is not None
@@ -277,28 +284,7 @@ class PgTx(PgEpisodeTxMixin):
             ).fetchone()
             assert row is not None
             eid = int(row[0])
-        self.store._names[eid] = name
-        self.store._entity_cache[(ns_id, key)] = eid
-        self._new_entities.add(eid)
-        return eid
-
-    def is_new_entity(self, entity_id: int) -> bool:
-        return entity_id in self._new_entities
-
-    def update_entity(self, entity_id: int, type: str | None, properties: str | None) -> None:
-        self.conn.execute(
-            "UPDATE entities SET type = COALESCE(%s, type), properties = COALESCE(%s, properties) WHERE id = %s",
-            (type, properties, entity_id),
-        )
-
-    def add_entity_key(self, ns_id: int, key: str, entity_id: int, alias_name: str | None) -> None:
-        self.conn.execute(
-            "INSERT INTO entity_keys (ns_id, key, entity_id, alias_name) VALUES (%s, %s, %s, %s) "
-            "ON CONFLICT (ns_id, key) DO UPDATE SET entity_id = EXCLUDED.entity_id, alias_name = EXCLUDED.alias_name",
-            (ns_id, key, entity_id, alias_name),
-        )
-        self._names_changed()
-        self.store._entity_cache[(ns_id, key)] = entity_id
+        return self._entity_created(ns_id, key, name, eid)
 
     def move_entity_keys(self, from_id: int, to_id: int) -> list[str]:
         keys = [
@@ -317,10 +303,6 @@ class PgTx(PgEpisodeTxMixin):
         self._names_changed()
 
     # -- predicates -----------------------------------------------------
-    def predicate(self, ns_id: int, key: str) -> PredicateRecord | None:
-        cached = self.store._pred_cache.get((ns_id, key))
-        return cached if cached is not None else self.store.predicate(ns_id, key)
-
     def create_predicate(self, ns_id: int, key: str, name: str) -> PredicateRecord:
         if self._claim_name("p", ns_id, key):
             got = self.store.predicate(ns_id, key)
@@ -337,39 +319,13 @@ class PgTx(PgEpisodeTxMixin):
         self.store._card_cache[rec.id] = "many"
         return rec
 
-    def define_predicate(
-        self,
-        ns_id: int,
-        key: str,
-        name: str,
-        cardinality: str,
-        inverse: str | None,
-        description: str | None,
-        aliases: Sequence[tuple[str, str]],
-    ) -> PredicateRecord:
-        existing = self.store.predicate(ns_id, key)
-        pid = self.create_predicate(ns_id, key, name).id if existing is None else existing.id
-        self.conn.execute(
-            "UPDATE predicates SET cardinality = %s, inverse = %s, description = %s, declared = 1 WHERE id = %s",
-            (cardinality, inverse, description, pid),
-        )
-        for akey, aname in aliases:
-            self.conn.execute(
-                "INSERT INTO predicate_keys (ns_id, key, predicate_id, alias_name) VALUES (%s, %s, %s, %s) "
-                "ON CONFLICT (ns_id, key) DO UPDATE SET predicate_id = EXCLUDED.predicate_id, "
-                "alias_name = EXCLUDED.alias_name",
-                (ns_id, akey, pid, aname),
-            )
-        self._names_changed()
-        self.store._card_cache.pop(pid, None)
-        rec = self.store.predicate_by_id(pid)
+    def _defined_predicate(self, ns_id: int, key: str, predicate_id: int) -> PredicateRecord:
+        self.store._card_cache.pop(predicate_id, None)
+        rec = self.store.predicate_by_id(predicate_id)
         assert rec is not None
         return rec
 
     # -- fact versions --------------------------------------------------
-    def _rows(self, sql: str, params: Sequence[Any]) -> list[Row]:
-        return [Row(*r) for r in self.conn.execute(sql, params)]
-
     def _prefetch_believed(self, subject_id: int) -> None:
         """Bulk mode: read every believed version of the subject's namespace
         at once (under the write lock nothing else changes them), unless the
@@ -404,7 +360,7 @@ class PgTx(PgEpisodeTxMixin):
                     self._prefetch_believed(subject_id)
                     if subject_id in self._prefetch_subjects:
                         return self.believed_rows(subject_id, predicate_id)
-            rows = self._rows(_BELIEVED, (subject_id, predicate_id))
+            rows = self._rows(_SQL.believed, (subject_id, predicate_id))
         self._served.add(group)
         loaded = self._loaded.setdefault(group, {})
         for r in rows:
@@ -412,21 +368,6 @@ class PgTx(PgEpisodeTxMixin):
             loaded[r.rowid] = (r.vf, r.vt)
             self._row_group[r.rowid] = group
         return rows
-
-    def rows_of_fact(self, fact_id: str) -> list[Row]:
-        return self._rows(f"SELECT {RAW_COLS} FROM facts WHERE fact_id = %s ORDER BY version", (fact_id,))
-
-    def rows_closed_by(self, ns_id: int, closed_by: str) -> list[Row]:
-        return self._rows(
-            f"SELECT {RAW_COLS} FROM facts WHERE closed_by = %s AND ns_id = %s ORDER BY rowid", (closed_by, ns_id)
-        )
-
-    def believed_rows_touching_entity(self, entity_id: int) -> list[Row]:
-        return self._rows(
-            f"SELECT {RAW_COLS} FROM facts WHERE subject_id = %s AND system_to = {MAX_US} "
-            f"UNION SELECT {RAW_COLS} FROM facts WHERE object_id = %s AND system_to = {MAX_US} ORDER BY 1",
-            (entity_id, entity_id),
-        )
 
     def _single_flags(self, rows: Sequence[Row]) -> list[bool]:
         """The ``single`` flag of each new row: believed, written under a
@@ -477,14 +418,7 @@ class PgTx(PgEpisodeTxMixin):
         if not rows:
             return
         flags = self._single_flags(rows)
-        data = [
-            (
-                r.fact_id, r.version, r.ns_id, r.subject_id, r.predicate_id, r.object_id, r.object_lit,
-                r.vf, r.vf_prec, r.vt, r.vt_prec, r.sf, r.st, r.confidence, r.source, r.episode_id,
-                r.properties, r.invalidated_by, r.close_kind, r.closed_by, flag,
-            )
-            for r, flag in zip(rows, flags)
-        ]
+        data = [(*fact_values(r), flag) for r, flag in zip(rows, flags)]
         with self.store._errors():
             if len(data) >= _COPY_MIN:
                 with self.conn.cursor().copy(
@@ -522,76 +456,10 @@ class PgTx(PgEpisodeTxMixin):
     def add_sources(self, items: Sequence[tuple[str, str | None, str | None]]) -> None:
         if items:
             self._queued.append((
-                "INSERT INTO fact_sources (fact_id, source, episode_id, recorded_at) VALUES "
-                + ", ".join(["(%s, %s, %s, %s)"] * len(items)),
+                _SQL.sources_head + ", ".join([_SQL.source_values] * len(items)),
                 [v for fid, src, ep in items for v in (fid, src, ep, self.now)],
             ))
 
     # -- raw restore (JSONL import, copy) ---------------------------------
-    def insert_entity(
-        self, ns_id: int, key: str, name: str, type: str | None, properties: str | None, created_at: int
-    ) -> int:
-        row = self.conn.execute(
-            "INSERT INTO entities (ns_id, key, name, type, properties, created_at) VALUES (%s, %s, %s, %s, %s, %s) "
-            "RETURNING id",
-            (ns_id, key, name, type, properties, created_at),
-        ).fetchone()
-        assert row is not None
-        eid = int(row[0])
-        self._new_entities.add(eid)
-        return eid
-
-    def insert_sources(self, items: Sequence[tuple[str, str | None, str | None, int]]) -> None:
-        if items:
-            self.conn.cursor().executemany(
-                "INSERT INTO fact_sources (fact_id, source, episode_id, recorded_at) VALUES (%s, %s, %s, %s)",
-                list(items),
-            )
-
     def note_system_time(self, us: int) -> None:
         self.conn.execute("SELECT chronomem_note(%s)", (us,))
-
-    def record_operation(self, op_id: str, ns_id: int, kind: str, payload: str) -> None:
-        self.conn.execute(
-            "INSERT INTO operations (id, ns_id, kind, at, payload) VALUES (%s, %s, %s, %s, %s)",
-            (op_id, ns_id, kind, self.now, payload),
-        )
-
-    def operation(self, op_id: str) -> tuple[str, str, int | None] | None:
-        row = self.conn.execute("SELECT kind, payload, undone_at FROM operations WHERE id = %s", (op_id,)).fetchone()
-        return None if row is None else (row[0], row[1], row[2])
-
-    def mark_operation_undone(self, op_id: str) -> None:
-        self.conn.execute("UPDATE operations SET undone_at = %s WHERE id = %s", (self.now, op_id))
-
-    def insert_operation(self, op_id: str, ns_id: int, kind: str, at: int, payload: str, undone_at: int | None) -> None:
-        self.conn.execute(
-            "INSERT INTO operations (id, ns_id, kind, at, payload, undone_at) VALUES (%s, %s, %s, %s, %s, %s)",
-            (op_id, ns_id, kind, at, payload, undone_at),
-        )
-
-    def erase_fact(self, fact_id: str) -> int:
-        n = self.conn.execute("DELETE FROM facts WHERE fact_id = %s", (fact_id,)).rowcount
-        self.conn.execute("DELETE FROM fact_sources WHERE fact_id = %s", (fact_id,))
-        return int(n)
-
-    def erase_entity(self, entity_id: int) -> int:
-        ids = [
-            str(fid) for (fid,) in self.conn.execute(
-                "SELECT DISTINCT fact_id FROM facts WHERE subject_id = %s OR object_id = %s", (entity_id, entity_id)
-            )
-        ]
-        n = 0
-        for fid in ids:
-            n += self.erase_fact(fid)
-        self.conn.execute("DELETE FROM entity_keys WHERE entity_id = %s", (entity_id,))
-        self.conn.execute("DELETE FROM entities WHERE id = %s", (entity_id,))
-        self._names_changed()
-        self.store._names.pop(entity_id, None)
-        return n
-
-    def log_erasure(self, ns_id: int, kind: str, versions: int, reason: str | None) -> None:
-        self.conn.execute(
-            "INSERT INTO erasures (ns_id, kind, erased_at, versions, reason) VALUES (%s, %s, %s, %s, %s)",
-            (ns_id, kind, self.now, versions, reason),
-        )

@@ -25,7 +25,8 @@ from typing import Any, Iterable, Iterator, Sequence
 from ..errors import SchemaVersionError, StoreError, StoreLockedError
 from ..timeutil import MAX_US, SystemClock, from_us, peek_clock, to_us
 from .base import EntityRecord, FactQuery, PredicateRecord, Row
-from ._factsql import SELECT_FACT, SELECT_READ, compose_fact_sql, cutoff_shape, distinct_rows, limit_cutoff
+from ._basestore import RowReadsMixin, StoreSQL
+from ._factsql import SELECT_FACT, SELECT_READ, compose_fact_sql, cutoff_shape, limit_cutoff
 from .migrations import load_migrations
 from .sqlite_episodes import EpisodeStoreMixin
 from .sqlite_tx import SQLiteTx, _Checkpointer, _in, _split_sql
@@ -45,10 +46,11 @@ _WARM_AFTER = 256
 _WARM_MAX = 500_000
 
 
-class SQLiteStore(EpisodeStoreMixin):
+class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
     """SQLite implementation of :class:`~chronomem.store.base.Store`."""
 
     backend = "sqlite"
+    _rows_sql = StoreSQL("?")
 
     def __init__(
         self,
@@ -389,27 +391,6 @@ class SQLiteStore(EpisodeStoreMixin):
             ).fetchone()
             return None if r is None else self._entity_record(r)
 
-    def merge_operations(self, ns_id: int) -> list[tuple[int, str, int | None]]:
-        """``(at, payload, undone_at)`` of every merge in the namespace, oldest first."""
-        with self._lock:
-            return [
-                (int(r[0]), r[1], r[2])
-                for r in self._con.execute(
-                    "SELECT at, payload, undone_at FROM operations WHERE ns_id = ? AND kind = 'merge' ORDER BY at",
-                    (ns_id,),
-                )
-            ]
-
-    def operations(self, ns_id: int) -> list[tuple[str, str, int, str, int | None]]:
-        """``(id, kind, at, payload, undone_at)`` of every operation in the namespace, oldest first."""
-        with self._lock:
-            return [
-                (r[0], r[1], int(r[2]), r[3], r[4])
-                for r in self._con.execute(
-                    "SELECT id, kind, at, payload, undone_at FROM operations WHERE ns_id = ? ORDER BY at, id", (ns_id,)
-                )
-            ]
-
     def entities(self, ns_id: int) -> list[EntityRecord]:
         with self._lock:
             rows = self._con.execute(
@@ -417,16 +398,6 @@ class SQLiteStore(EpisodeStoreMixin):
                 (ns_id,),
             ).fetchall()
             return [self._entity_record(r) for r in rows]
-
-    def entity_keys(self, ns_id: int) -> list[tuple[str, int, str | None]]:
-        """Every name key of a namespace: ``(key, entity_id, alias_name)``."""
-        with self._lock:
-            return [
-                (r[0], int(r[1]), r[2])
-                for r in self._con.execute(
-                    "SELECT key, entity_id, alias_name FROM entity_keys WHERE ns_id = ? ORDER BY key", (ns_id,)
-                )
-            ]
 
     def entities_by_key_substring(self, ns_id: int, text: str, limit: int) -> list[EntityRecord]:
         pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
@@ -546,32 +517,9 @@ class SQLiteStore(EpisodeStoreMixin):
                 if own:
                     self._con.execute("COMMIT")
 
-    def recent_rows(self, ns_id: int, limit: int) -> list[Row]:
-        """Versions with the latest system-time events: the ``limit`` newest
-        recorded and the ``limit`` most recently closed (may overlap)."""
+    def _fetch(self, *queries: tuple[str, Sequence[Any]]) -> list[list[tuple[Any, ...]]]:
         with self._lock:
-            newest = self._con.execute(
-                SELECT_FACT + " WHERE f.ns_id = ? ORDER BY f.rowid DESC LIMIT ?", (ns_id, limit)
-            ).fetchall()
-            closed = self._con.execute(
-                SELECT_FACT + f" WHERE f.ns_id = ? AND f.system_to < {MAX_US} ORDER BY f.system_to DESC LIMIT ?",
-                (ns_id, limit),
-            ).fetchall()
-        return distinct_rows(newest, closed)
-
-    def iter_rows(self, ns_id: int, batch: int = 10000) -> Iterator[Row]:
-        last = -1
-        while True:
-            with self._lock:
-                rows = self._con.execute(
-                    SELECT_FACT + " WHERE f.ns_id = ? AND f.rowid > ? ORDER BY f.rowid LIMIT ?",
-                    (ns_id, last, batch),
-                ).fetchall()
-            if not rows:
-                return
-            for r in rows:
-                yield Row(*r)
-            last = rows[-1][0]
+            return [self._con.execute(sql, params).fetchall() for sql, params in queries]
 
     def sources(self, fact_ids: Sequence[str]) -> list[tuple[str, str | None, str | None, int]]:
         if not fact_ids:
