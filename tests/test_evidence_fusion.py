@@ -1,4 +1,5 @@
-"""Reciprocal-rank fusion and the lexical query builder, as pure functions."""
+"""Rank fusion (reciprocal-rank and relative-score), session propagation and
+the lexical query builder, as pure functions."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from hypothesis import strategies as st
 
 import pytest
 
-from chronomem.evidence.fusion import group_boost, rrf, rrf_contributions
+from chronomem import InvalidInputError
+from chronomem.evidence import SearchConfig
+from chronomem.evidence.fusion import group_boost, minmax, relative_contributions, rrf, rrf_contributions
 from chronomem.evidence.lexical import cjk_bigrams, fts_query, query_terms
 
 rankings = st.lists(st.lists(st.integers(0, 30), max_size=15), min_size=1, max_size=4)
@@ -119,3 +122,91 @@ def test_group_boost_lifts_the_stronger_group_and_zero_weight_is_identity() -> N
         group_boost(scores, groups, -1.0)
     with pytest.raises(ValueError):
         group_boost(scores, groups, 1.0, top=0)
+
+
+scored_lists = st.lists(st.tuples(st.integers(0, 30), st.floats(-50.0, 50.0)), max_size=20)
+
+
+@given(scored_lists, st.one_of(st.none(), st.integers(1, 25)))
+def test_minmax_maps_to_the_unit_interval_best_first(scored: list[tuple[int, float]], top: int | None) -> None:
+    out = minmax(scored, top)
+    first = dict(reversed(scored))  # an item listed twice keeps its first score
+    assert set(out) == set(first)
+    assert all(0.0 <= v <= 1.0 for v in out.values())
+    if out:
+        assert max(out.values()) == 1.0
+    for a in first:  # order preserving (ties stay ties)
+        for b in first:
+            if first[a] > first[b]:
+                assert out[a] >= out[b]
+    distinct = list(dict.fromkeys(i for i, _ in scored))
+    ref = distinct[:top] if top else distinct
+    if len({first[i] for i in ref}) > 1:
+        assert min(out[i] for i in ref) == 0.0
+
+
+def test_minmax_edge_cases() -> None:
+    assert minmax([]) == {}
+    assert minmax([("a", 3.0)]) == {"a": 1.0}  # one item: the best, not 0
+    assert minmax([("a", 2.0), ("b", 2.0)]) == {"a": 1.0, "b": 1.0}
+    assert minmax([("a", 4.0), ("b", 2.0), ("c", 0.0)]) == {"a": 1.0, "b": 0.5, "c": 0.0}
+    # the scale comes from the first `top` items; later ones clamp at 0
+    assert minmax([("a", 4.0), ("b", 2.0), ("c", 0.0)], top=2) == {"a": 1.0, "b": 0.0, "c": 0.0}
+
+
+def test_minmax_floor_is_the_bottom_of_a_list_that_ran_out_of_candidates() -> None:
+    two = [("a", 4.0), ("b", 3.0)]
+    assert minmax(two, top=100) == {"a": 1.0, "b": 0.0}  # without a floor the runner-up looks irrelevant
+    assert minmax(two, top=100, floor=0.0) == {"a": 1.0, "b": 0.75}  # the scale runs down to "not found"
+    assert minmax(two, top=2, floor=0.0) == {"a": 1.0, "b": 0.0}  # a full list keeps its own range
+    assert minmax([("a", 4.0), ("b", -1.0)], top=100, floor=0.0) == {"a": 1.0, "b": 0.0}  # below the floor
+    parts = relative_contributions([two, [("b", 0.8), ("a", 0.4)]], [1.0, 0.5], 1.0, 100, (0.0, 0.0))
+    assert parts == {"a": [1.0, 0.25], "b": [0.75, 0.5]}
+    with pytest.raises(ValueError):
+        relative_contributions([two], [1.0], 1.0, 100, (0.0, 0.0))
+
+
+@given(st.lists(scored_lists, min_size=1, max_size=3), st.floats(0.01, 5.0))
+def test_relative_contributions_are_weighted_normalised_scores(lists: list[list[tuple[int, float]]],
+                                                               scale: float) -> None:
+    weights = [float(i) for i in range(len(lists))]  # the first list has weight 0: it adds nothing
+    parts = relative_contributions(lists, weights, scale)
+    expected_items = {i for lst, w in zip(lists, weights) if w > 0 for i, _ in lst}
+    assert set(parts) == expected_items
+    for item, contrib in parts.items():
+        assert len(contrib) == len(lists) and contrib[0] == 0.0
+        for i, lst in enumerate(lists):
+            norm = minmax(lst)
+            want = scale * weights[i] * norm[item] if weights[i] > 0 and item in norm else 0.0
+            assert abs(contrib[i] - want) < 1e-9
+
+
+def test_relative_fusion_keeps_a_clear_lexical_winner_that_rrf_gives_away() -> None:
+    # "a" is far ahead lexically; "b" barely matches but is the dense favourite
+    lexical = [("a", 12.0), ("b", 3.1), ("c", 3.0), ("d", 2.9)]
+    dense = [("b", 0.62), ("c", 0.60), ("a", 0.59), ("d", 0.30)]
+    by_rank = rrf([[i for i, _ in lexical], [i for i, _ in dense]], [1.0, 0.7], k=10.0)
+    assert by_rank[0][0] == "b"
+    rel = relative_contributions([lexical, dense], [1.0, 0.4], 0.05)
+    assert max(rel, key=lambda i: sum(rel[i])) == "a"
+    # ... while two lists that agree still agree
+    agree = relative_contributions([lexical, [("a", 0.7), ("b", 0.5)]], [1.0, 0.4])
+    assert max(agree, key=lambda i: sum(agree[i])) == "a"
+
+
+def test_relative_contributions_check_arguments() -> None:
+    with pytest.raises(ValueError):
+        relative_contributions([[("a", 1.0)]], [1.0, 2.0])
+    with pytest.raises(ValueError):
+        relative_contributions([[("a", 1.0)]], [1.0], scale=0.0)
+
+
+def test_search_config_fusion_settings() -> None:
+    assert SearchConfig().fusion == "relative"
+    old = SearchConfig.preset("rrf")
+    assert old.fusion == "rrf" and old.dense_weight == 0.7
+    for bad in ({"fusion": "borda"}, {"fusion_scale": 0.0}, {"dense_weight": -1.0}, {"lexical_weight": -0.5}):
+        with pytest.raises(InvalidInputError):
+            SearchConfig(**bad)
+    with pytest.raises(InvalidInputError):
+        SearchConfig.preset("nope")

@@ -26,7 +26,8 @@ def _texts(hits: Sequence[Any]) -> list[str]:
     return [h.episode.text for h in hits]
 
 
-def test_session_propagation_lifts_turns_of_the_matching_conversation(mem: Memory) -> None:
+@pytest.mark.parametrize("preset", ["hybrid", "rrf"])
+def test_session_propagation_lifts_turns_of_the_matching_conversation(mem: Memory, preset: str) -> None:
     # "music" matches the question as a whole; "work" has one turn matching part of it
     mem.add_episodes([
         {"text": "Maria started giving me guitar lessons this week.", "session": "music", "speaker": "Ana"},
@@ -37,15 +38,17 @@ def test_session_propagation_lifts_turns_of_the_matching_conversation(mem: Memor
         {"text": "The tax forms are due on Friday.", "session": "work", "speaker": "Ben"},
     ])
     q = "did the guitar lessons with Maria make her fingers hurt"
-    cfg = SearchConfig()
+    cfg = SearchConfig.preset(preset)
     assert cfg.session_weight > 0
     off = {h.episode.text: h for h in mem.search(q, view="raw", config=dataclasses.replace(cfg, session_weight=0.0))}
     on = mem.search(q, view="raw", config=cfg)
     assert len(on) == len(off) == 6
-    quiet, typing = "Quiet, we mostly stayed in.", "My fingers hurt after typing the report all day."
-    assert off[typing].score > off[quiet].score  # alone, the other conversation's turn wins
     texts = _texts(on)
-    assert texts.index(quiet) < texts.index(typing)  # with its session, the music turn wins
+    music = [t for t, h in off.items() if h.episode.session == "music"]
+    work = [t for t, h in off.items() if h.episode.session == "work"]
+    # some music turn that scored below a work turn alone ranks above it with its session
+    # (which pair depends on the backend's BM25 and the fusion)
+    assert any(off[w].score > off[m].score and texts.index(m) < texts.index(w) for m in music for w in work)
     for h in on:  # each turn gains session_weight x its session's best score, shown in parts.session
         best = max(o.score for o in off.values() if o.episode.session == h.episode.session)
         assert h.parts.session == pytest.approx(cfg.session_weight * best)
@@ -84,6 +87,22 @@ def test_a_time_named_in_the_question_ranks_evidence_from_then(mem: Memory) -> N
     assert hits[0].episode.session == "aug" and hits[0].parts.time >= SearchConfig().mention_weight
     no_time = mem.search(q, view="raw", config=dataclasses.replace(SearchConfig(), mention_weight=0.0))
     assert all(h.parts.time == 0.0 for h in no_time)
+
+
+def test_the_recent_preset_ranks_evidence_closer_to_the_question_time_first(mem: Memory) -> None:
+    # the same note twice, half a year apart: only the time term can tell them apart
+    text = "We cache sessions in Redis for the login service."
+    mem.add_episodes([
+        {"text": text, "occurred_at": "2025-03-01", "session": "march"},
+        {"text": text, "occurred_at": "2025-09-20", "session": "september"},
+    ])
+    q = "how do we cache sessions in Redis"
+    assert all(h.parts.time == 0.0 for h in mem.search(q, view="raw", at="2025-09-30"))
+    late = mem.search(q, view="raw", at="2025-09-30", config="recent")
+    assert [h.episode.session for h in late] == ["september", "march"]
+    assert late[0].parts.time > late[1].parts.time > 0.0
+    early = mem.search(q, view="raw", at="2025-03-05", config="recent")
+    assert [h.episode.session for h in early] == ["march", "september"]
 
 
 class _Recording:

@@ -21,6 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from .._jsonobj import load_object
 from ..errors import InvalidInputError
+from ..evidence.models import SearchConfig
 from ._common import console, emit, facts_out, json_option, nothing, state
 
 __all__ = ["register"]
@@ -73,8 +74,8 @@ def remember_cmd(text: str | None, file: Path | None, at: str | None, speaker: s
 @click.option("--session", help="Only episodes of this session.")
 @click.option("--since", metavar="TIME", help="Only episodes that occurred at or after this time.")
 @click.option("--until", metavar="TIME", help="Only episodes that occurred before this time.")
-@click.option("--preset", type=click.Choice(["hybrid", "lexical", "dense", "recent"]), default="hybrid",
-              show_default=True, help="Search configuration preset.")
+@click.option("--preset", type=click.Choice(list(SearchConfig.PRESETS)), default="hybrid", show_default=True,
+              help="Search configuration preset (see SearchConfig.preset).")
 @click.option("--explain", is_flag=True, help="Show the score parts (bm25, dense, fused, time, session) of each hit.")
 @click.option("--facts", "facts_mode", is_flag=True,
               help="Search fact entity and predicate names instead of episodes (substring match).")

@@ -23,7 +23,7 @@ from ..models import Fact
 from ..store.base import EpisodeFilter, EpisodeRecord, EpisodeStore, EpisodeWriteTx, FactQuery, Store, WriteTx
 from ..timeutil import Precision, TimeLike, from_us, to_us
 from .embed import Embedder, default_embedder
-from .fusion import group_boost, rrf_contributions
+from .fusion import group_boost, relative_contributions, rrf_contributions
 from .lexical import cjk_bigrams, fts_query, query_terms
 from .models import (
     MAX_EPISODE_CHARS,
@@ -572,8 +572,12 @@ class EvidenceMixin:
               cfg: SearchConfig, at_us: int, k: int, view: str) -> list[Hit]:
         lex_rank = {rowid: (i + 1, s) for i, (rowid, s) in enumerate(lexical)}
         den_rank = {rowid: (i + 1, s) for i, (rowid, s) in enumerate(dense)}
-        parts = rrf_contributions([[r for r, _ in lexical], [r for r, _ in dense]],
-                                  [cfg.lexical_weight, cfg.dense_weight], cfg.rrf_k)
+        weights = [cfg.lexical_weight, cfg.dense_weight]
+        if cfg.fusion == "rrf":
+            parts = rrf_contributions([[r for r, _ in lexical], [r for r, _ in dense]], weights, cfg.rrf_k)
+        else:
+            # a short list ran out of candidates: what it did not find scores 0
+            parts = relative_contributions([lexical, dense], weights, cfg.fusion_scale, cfg.pool, (0.0, 0.0))
         if not parts:
             return []
         recs = {r.rowid: r for r in self._es.episodes_by_rowids(list(parts))}

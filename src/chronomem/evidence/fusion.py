@@ -4,6 +4,13 @@ Weighted reciprocal-rank fusion: an item at (1-based) rank ``r`` of list
 ``i`` scores ``w_i / (k + r)``; an item's fused score is the sum over the
 lists that contain it. Ties break by the item key so results are stable.
 
+Relative-score fusion (:func:`relative_contributions`): each list's own
+scores (BM25, cosine) are min-max normalised to ``[0, 1]`` over the list,
+weighted, and summed. Unlike RRF it keeps how far ahead a list's leader is:
+a lexical match that clearly beats the rest stays first even when the dense
+list prefers something else, which is what keeps the fused top 1 at least as
+precise as the better list alone.
+
 Group propagation (:func:`group_boost`): an item gains a share of the best
 scores in its group (for episodes: its session), so a turn of a conversation
 that matches the question as a whole ranks above an equally scored turn of
@@ -14,7 +21,7 @@ from __future__ import annotations
 
 from typing import Hashable, Mapping, Sequence, TypeVar
 
-__all__ = ["group_boost", "rrf", "rrf_contributions"]
+__all__ = ["group_boost", "minmax", "relative_contributions", "rrf", "rrf_contributions"]
 
 K = TypeVar("K", bound=Hashable)
 
@@ -36,6 +43,56 @@ def rrf_contributions(rankings: Sequence[Sequence[K]], weights: Sequence[float],
             rank += 1
             parts = out.setdefault(item, [0.0] * len(rankings))
             parts[i] = w / (k + rank)
+    return out
+
+
+def minmax(scored: Sequence[tuple[K, float]], top: int | None = None,
+           floor: float | None = None) -> dict[K, float]:
+    """Scores mapped linearly to ``[0, 1]``: the best 1, the worst of the
+    first ``top`` distinct items (default: all) 0, anything below it clamped
+    to 0. All-equal scores (one item included) all become 1. An item listed
+    twice keeps its first score. ``top`` makes the scale independent of how
+    many candidates were fetched.
+
+    ``floor`` is what an item the list did not find would score (0 for BM25
+    and for cosine similarity). When the list holds fewer than ``top`` items
+    it ran out of candidates, so its worst item is not the bottom of the
+    scale: ``min(worst, floor)`` is. Without it, a store with two matching
+    episodes would score the second as if it were irrelevant."""
+    first: dict[K, float] = {}
+    for item, score in scored:
+        if item not in first:
+            first[item] = float(score)
+    if not first:
+        return {}
+    ref = list(first.values())[:top] if top is not None and top > 0 else list(first.values())
+    hi, lo = max(ref), min(ref)
+    if floor is not None and top is not None and len(ref) < top:
+        lo = min(lo, floor)
+    span = hi - lo
+    if not span > 0:  # also catches NaN
+        return {item: 1.0 if score >= lo else 0.0 for item, score in first.items()}
+    return {item: min(1.0, max(0.0, (score - lo) / span)) for item, score in first.items()}
+
+
+def relative_contributions(lists: Sequence[Sequence[tuple[K, float]]], weights: Sequence[float],
+                           scale: float = 1.0, top: int | None = None,
+                           floors: Sequence[float | None] | None = None) -> dict[K, list[float]]:
+    """Per item, ``scale * weight_i * minmax(list_i, top, floor_i)[item]``
+    for each list (0.0 where absent), from ``(item, score)`` lists where
+    higher is better. A list with weight 0 contributes nothing and adds no
+    items."""
+    if len(lists) != len(weights) or (floors is not None and len(floors) != len(lists)):
+        raise ValueError("one weight (and floor) per list")
+    if scale <= 0:
+        raise ValueError("scale must be positive")
+    out: dict[K, list[float]] = {}
+    for i, (scored, w) in enumerate(zip(lists, weights)):
+        if w <= 0:
+            continue
+        for item, norm in minmax(scored, top, None if floors is None else floors[i]).items():
+            parts = out.setdefault(item, [0.0] * len(lists))
+            parts[i] = scale * w * norm
     return out
 
 
