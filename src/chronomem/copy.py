@@ -36,6 +36,7 @@ import logging
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, Sequence, cast
 
+from ._gc import paused_gc
 from ._identity import portable_merge_payload, restore_merge
 from .errors import ConflictError, InvalidInputError
 from .normalize import normalize_key
@@ -122,7 +123,7 @@ def _copy_namespace(src: Store, dst: Store, name: str, result: CopyResult, progr
         operations = src.operations(src_ns)
         op_ids = {op[0] for op in operations}
         closed_version: dict[int, tuple[str, int]] = {}  # rowid -> (fact id, version), of merged-away versions
-        with dst.write() as tx:
+        with paused_gc(), dst.write() as tx:
             pred_map: dict[int, int] = {}
             for p in predicates:
                 if p.declared or p.aliases:

@@ -32,6 +32,7 @@ from itertools import chain
 from typing import IO, TYPE_CHECKING, Any, Iterator, Mapping
 
 from ._codec import decode_literal
+from ._gc import paused_gc
 from ._identity import portable_merge_payload, restore_merge
 from ._jsonobj import load_object
 from ._import_rows import ImportResult, Progress, add_batches, checked_item, more_errors, read_lines
@@ -480,7 +481,7 @@ def _restore(
             "(choose another one with --namespace)"
         )
     result = ImportResult("export")
-    with store.write() as tx:
+    with paused_gc(), store.write() as tx:
         r = _Restorer(mem, tx)
         for number, text in lines:
             obj = _json_line(number, text)

@@ -18,6 +18,7 @@ from . import _analysis
 from ._codec import encode_literal, load_props, row_to_fact, tuples_to_facts
 from ._candidates import CandidateBuilder
 from ._engine import TxWork
+from ._gc import paused_gc
 from ._identity import IdentityMixin
 from .evidence.episodes import EvidenceMixin
 from .errors import (
@@ -275,7 +276,8 @@ class Memory(EvidenceMixin, IdentityMixin):
         if not hasattr(items, "__iter__") or isinstance(items, (str, bytes, Mapping)):
             raise InvalidInputError(f"add_facts() needs a list of facts, not {type(items).__name__}")
         ids: list[str] = []
-        with self._store.write() as tx:
+        # a batch keeps every new row alive until it commits: no full-heap GC passes meanwhile
+        with paused_gc(), self._store.write() as tx:
             work = self._work(tx)
             builder = CandidateBuilder(tx, self._ns, self.tz)
             for index, item in enumerate(items):
