@@ -61,7 +61,8 @@ Method
   (subject|predicate, date) lists, each call timed with perf_counter_ns after a warm-up.
 * ICEWS: rows of icews_combined_named.tsv -> dicts (valid_from=date,
   valid_to=date+1 day, source=column 5); one timed ``add_facts`` call (parse time is
-  reported separately).
+  reported separately), repeated --icews-runs times (default 3), each in a new
+  process on a new store; the median run is reported, with every run's rate.
 """
 
 from __future__ import annotations
@@ -581,7 +582,8 @@ def evaluate_goals(results: dict[str, Any], sizes: list[int], peer_sizes: list[i
     ic = results.get("icews") or {}
     if ic.get("bulk_rate"):
         lim = " (subset)" if ic.get("limited") else ""
-        add(f"bulk add_facts ICEWS {ic['rows']:,} rows{lim}", ic["bulk_rate"], ">= 50,000 facts/s",
+        add(f"bulk add_facts ICEWS {ic['rows']:,} rows{lim}, median of {len(ic.get('runs_rate', [1]))}",
+            ic["bulk_rate"], ">= 50,000 facts/s",
             ic["bulk_rate"] >= 50_000, " facts/s")
     else:
         add("bulk add_facts ICEWS", None, ">= 50,000 facts/s", None)
@@ -663,6 +665,8 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--icews", default=str(DEFAULT_ICEWS), help="ICEWS TSV for the bulk add_facts test")
     ap.add_argument("--icews-limit", type=int, default=0, help="only the first N ICEWS rows (0 = all)")
+    ap.add_argument("--icews-runs", type=int, default=3,
+                    help="bulk loads of the ICEWS file, each into a new store in a new process; the median is reported")
     ap.add_argument("--quick", action="store_true", help="smoke test: tiny sizes, finishes in seconds")
     ap.add_argument("--json", metavar="PATH", help="also write results as JSON to PATH ('-' = stdout; table goes to stderr)")
     ap.add_argument("--tmpdir", default=None, help="where to create DB files (default: system temp)")
@@ -744,18 +748,31 @@ def main() -> int:
         icews_note = None
         ip = Path(args.icews)
         if ip.is_file():
-            d = root / "icews"
-            d.mkdir()
-            log("[icews] chronomem bulk add_facts ...")
-            res = run_worker({"kind": "icews", "path": str(ip), "dir": str(d), "limit": args.icews_limit}, args.python)
-            res["limited"] = bool(args.icews_limit)
-            results["icews"] = res
-            if res.get("error"):
-                icews_note = f"icews: ERROR {res['error']}"
+            runs: list[dict[str, Any]] = []
+            for k in range(max(1, args.icews_runs)):
+                d = root / f"icews{k}"
+                d.mkdir()
+                log(f"[icews] chronomem bulk add_facts, run {k + 1}/{max(1, args.icews_runs)} (fresh store) ...")
+                res = run_worker({"kind": "icews", "path": str(ip), "dir": str(d), "limit": args.icews_limit},
+                                 args.python)
+                shutil.rmtree(d, ignore_errors=True)
+                runs.append(res)
+                if res.get("error"):
+                    break
+            failed = [r for r in runs if r.get("error")]
+            if failed:
+                results["icews"] = failed[0]
+                icews_note = f"icews: ERROR {failed[0]['error']}"
             else:
+                # the median run by rate (each run: a new process and a new store)
+                res = dict(sorted(runs, key=lambda r: r["bulk_rate"])[len(runs) // 2])
+                res["limited"] = bool(args.icews_limit)
+                res["runs_rate"] = [round(r["bulk_rate"]) for r in runs]
+                results["icews"] = res
                 icews_note = (
                     f"ICEWS bulk add_facts: {res['rows']:,} rows in {res['bulk_s']:.2f}s = "
-                    f"{res['bulk_rate']:,.0f} facts/s (parse {res['parse_s']:.2f}s not included); "
+                    f"{res['bulk_rate']:,.0f} facts/s, the median of {len(runs)} runs "
+                    f"({', '.join(f'{r:,}' for r in res['runs_rate'])}; parse {res['parse_s']:.2f}s not included); "
                     f"{res.get('facts_in_store')} facts stored, DB {res['db_bytes'] / 1e6:.1f} MB, "
                     f"peak RSS {res['rss_peak_mb']:.0f} MB"
                 )
