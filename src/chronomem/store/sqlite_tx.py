@@ -22,6 +22,14 @@ log = logging.getLogger("chronomem.store.sqlite")
 
 _CLOSE = f"UPDATE facts SET system_to = ?, close_kind = ?, closed_by = ? WHERE rowid = ? AND system_to = {MAX_US}"
 
+# An insert this large into a table this much smaller (an initial import) builds
+# the facts indexes once afterwards: SQLite then sorts each index instead of
+# inserting into it row by row (247k ICEWS rows into an empty store: 2.3 s ->
+# 1.9 s). Sorting everything costs about 0.7x of inserting per row, so it pays
+# while the rows already there are under 40 % of the new ones.
+REBUILD_MIN_ROWS = 50_000
+REBUILD_MAX_SHARE = 0.4
+
 
 class SQLiteTx(BaseTx, EpisodeTxMixin):
     """Write primitives bound to an open ``BEGIN IMMEDIATE`` transaction
@@ -104,7 +112,27 @@ class SQLiteTx(BaseTx, EpisodeTxMixin):
         return [Row(*r) for r in self.con.execute(self.sql.believed, (subject_id, predicate_id))]
 
     def insert_rows(self, rows: Sequence[Row]) -> None:
-        self.con.executemany(self.sql.insert_fact, [fact_values(r) for r in rows])
+        values = [fact_values(r) for r in rows]
+        if len(values) >= REBUILD_MIN_ROWS:
+            # max(rowid) is a cheap upper bound of the row count
+            (top,) = self.con.execute("SELECT coalesce(max(rowid), 0) FROM facts").fetchone()
+            if top < REBUILD_MAX_SHARE * len(values):
+                self._insert_then_index(values)
+                return
+        self.con.executemany(self.sql.insert_fact, values)
+
+    def _insert_then_index(self, values: list[tuple[Any, ...]]) -> None:
+        """Drop the facts indexes, insert, and create them again from their own
+        DDL, all inside this transaction (a rollback restores them as they were)."""
+        indexes = self.con.execute(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'facts' AND sql IS NOT NULL"
+        ).fetchall()
+        for name, _sql in indexes:
+            self.con.execute(f'DROP INDEX "{name}"')
+        self.con.executemany(self.sql.insert_fact, values)
+        for _name, sql in indexes:
+            self.con.execute(sql)
+        log.debug("inserted %d fact versions, then rebuilt %d indexes", len(values), len(indexes))
 
     def close_rows(self, closes: Sequence[tuple[int, str, str | None]]) -> None:
         self.con.executemany(_CLOSE, [(self.now, kind, by, rowid) for rowid, kind, by in closes])
