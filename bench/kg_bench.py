@@ -234,18 +234,12 @@ def chunks(it: Iterator[Any], n: int) -> Iterator[list[Any]]:
 FILL_CHUNK = 50_000
 
 
-def worker_chronomem(spec: dict[str, Any]) -> dict[str, Any]:
-    import chronomem  # noqa: PLC0415
-
-    out: dict[str, Any] = {"rss_base_mb": rss_mb()}
-    d = Path(spec["dir"])
-    mem = chronomem.open(str(d / "memory.db"), namespace="default")
+def chronomem_fill(mem: Any, src: Iterator[tuple[str, str, str, str, str | None, str | None]],
+                   n: int) -> tuple[float, int]:
+    """Declare the single-valued predicates, then bulk-load ``n`` workload rows
+    with ``add_facts`` in ``FILL_CHUNK`` chunks: (seconds in add_facts, rows)."""
     for p in PRED_ONE:
         mem.define_predicate(p, cardinality="one")
-    n, w = spec["size"], spec["window"]
-    src = read_workload(Path(spec["workload"]))
-
-    # pre-fill: bulk add_facts
     fill_t = 0.0
     done = 0
     for chunk in chunks((next(src)[:5] for _ in range(n)), FILL_CHUNK):
@@ -253,6 +247,28 @@ def worker_chronomem(spec: dict[str, Any]) -> dict[str, Any]:
         mem.add_facts(chunk)
         fill_t += time.perf_counter() - t
         done += len(chunk)
+    return fill_t, done
+
+
+def mempalace_put(kg: Any, s: str, p: str, o: str, vf: str, vt: str | None, prev: str | None) -> Any:
+    """One workload row through MemPalace: ``supersede`` where a single-valued
+    predicate changes value, else ``add_triple``."""
+    if prev is not None:
+        return kg.supersede(s, p, prev, o, at=vf)
+    return kg.add_triple(s, p, o, valid_from=vf, valid_to=vt)
+
+
+def worker_chronomem(spec: dict[str, Any]) -> dict[str, Any]:
+    import chronomem  # noqa: PLC0415
+
+    out: dict[str, Any] = {"rss_base_mb": rss_mb()}
+    d = Path(spec["dir"])
+    mem = chronomem.open(str(d / "memory.db"), namespace="default")
+    n, w = spec["size"], spec["window"]
+    src = read_workload(Path(spec["workload"]))
+
+    # pre-fill: bulk add_facts
+    fill_t, done = chronomem_fill(mem, src, n)
     out["rss_after_fill_mb"] = rss_mb()
     # settle: close() checkpoints the pre-fill's WAL into the database file
     # (counted in the fill time), so the measured windows below do not share
@@ -315,9 +331,7 @@ def worker_mempalace(spec: dict[str, Any]) -> dict[str, Any]:
     src = read_workload(Path(spec["workload"]))
 
     def put(s: str, p: str, o: str, vf: str, vt: str | None, prev: str | None) -> Any:
-        if prev is not None:
-            return kg.supersede(s, p, prev, o, at=vf)
-        return kg.add_triple(s, p, o, valid_from=vf, valid_to=vt)
+        return mempalace_put(kg, s, p, o, vf, vt, prev)
 
     conn = kg._conn()  # noqa: SLF001 - only to toggle fsync for the untimed pre-fill
     out["journal_mode"] = conn.execute("PRAGMA journal_mode").fetchone()[0]

@@ -28,7 +28,6 @@ import json
 import sqlite3
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -37,31 +36,17 @@ import kg_bench as kb  # noqa: E402  (the shared workload)
 
 
 def p50_us(fn: Callable[[Any], Any], items: list[Any], warmup: int = 100) -> tuple[float, float]:
-    """p50 latency in µs and the mean number of rows returned."""
-    for it in items[:warmup]:
-        fn(it)
-    lat: list[float] = []
-    rows = 0
-    pc = time.perf_counter_ns
-    for it in items:
-        a = pc()
-        r = fn(it)
-        lat.append((pc() - a) / 1000.0)
-        rows += len(r)
-    lat.sort()
-    return kb.pct(lat, 0.5), rows / len(items)
+    """p50 latency in µs and the mean number of rows returned (``kg_bench.time_calls``)."""
+    res = kb.time_calls(fn, items, warmup)
+    return res["p50_us"], res["rows_avg"]
 
 
 def fill_chronomem(path: Path, workload: Path, n: int) -> Any:
     import chronomem  # noqa: PLC0415
 
     mem = chronomem.open(str(path))
-    for p in kb.PRED_ONE:
-        mem.define_predicate(p, cardinality="one")
-    src = kb.read_workload(workload)
-    for chunk in kb.chunks((next(src)[:5] for _ in range(n)), kb.FILL_CHUNK):
-        mem.add_facts(chunk)
-    mem.close()
+    kb.chronomem_fill(mem, kb.read_workload(workload), n)
+    mem.close()  # checkpoints the load, as kg_bench does before measuring
     return chronomem.open(str(path))
 
 
@@ -72,11 +57,7 @@ def fill_mempalace(path: Path, workload: Path, n: int) -> Any:
     kg._conn().execute("PRAGMA synchronous=OFF")  # noqa: SLF001 - fill speed only
     src = kb.read_workload(workload)
     for _ in range(n):
-        s, p, o, vf, vt, prev = next(src)
-        if prev is not None:
-            kg.supersede(s, p, prev, o, at=vf)
-        else:
-            kg.add_triple(s, p, o, valid_from=vf, valid_to=vt)
+        kb.mempalace_put(kg, *next(src))
     return kg
 
 
