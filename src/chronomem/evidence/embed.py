@@ -134,7 +134,7 @@ class MiniLMEmbedder:
             out[idx] = self._embed_batch([texts[i] for i in idx], kind)
         return out
 
-    def _embed_batch(self, texts: list[str], kind: Kind = "query") -> Any:
+    def _embed_batch(self, texts: list[str], kind: Kind) -> Any:
         np = self._np
         encs = self._tok.encode_batch(texts)
         width = max(len(e.ids) for e in encs)
