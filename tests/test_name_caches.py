@@ -43,6 +43,61 @@ def test_an_erased_and_recreated_name_is_not_read_from_a_stale_cache(make_memory
     assert _objects(reader, "Zed") == {"Milk"}
 
 
+def test_an_erased_entity_id_is_never_given_to_a_new_entity(make_memory: Any) -> None:
+    """Display names are cached by entity id in every process. When the
+    entity with the highest id is erased, the next new entity must not get
+    its id, or another connection shows the erased name on its facts (and
+    the erasure leaks)."""
+    writer = make_memory()
+    reader = make_memory()
+    writer.add_fact("Alice", "knows", "Bob")
+    assert _objects(reader, "Alice") == {"Bob"}  # the reader caches Bob's name by id
+    writer.erase(entity="Bob", confirm=True)
+    writer.add_fact("Alice", "knows", "Carol")
+    assert _objects(reader, "Alice") == {"Carol"}
+    assert _objects(writer, "Alice") == {"Carol"}
+    ids = {e.id for e in writer.entities()}
+    writer.erase(entity="Carol", confirm=True)
+    writer.add_fact("Alice", "knows", "Dan")
+    dan = writer.entity("Dan").id
+    assert dan not in ids and dan > max(ids)
+    assert _objects(reader, "Alice") == {"Dan"}
+
+
+def test_migration_0004_keeps_entities_and_moves_ids_past_every_used_one(tmp_path: Any) -> None:
+    """A file from before 0004 (entities without AUTOINCREMENT) keeps its
+    entities, keys and facts, and new ids start past the highest in use."""
+    import sqlite3
+
+    path = tmp_path / "old.db"
+    with chronomem.open(path) as m:
+        m.add_fact("Alice", "knows", "Bob")
+        m.alias("Bob", "Bobby")
+    con = sqlite3.connect(path)
+    # turn the file back into a 0003 store: entities without AUTOINCREMENT
+    con.executescript(
+        "BEGIN; CREATE TABLE e3 AS SELECT * FROM entities; DROP TABLE entities; "
+        "CREATE TABLE entities (id INTEGER PRIMARY KEY, ns_id INTEGER NOT NULL REFERENCES namespaces(id), "
+        "key TEXT NOT NULL, name TEXT NOT NULL, type TEXT, properties TEXT, created_at INTEGER NOT NULL, "
+        "UNIQUE (ns_id, key)); INSERT INTO entities SELECT * FROM e3; DROP TABLE e3; "
+        "DELETE FROM sqlite_sequence; DELETE FROM schema_migrations WHERE version >= 4; COMMIT;"
+    )
+    con.close()
+    with chronomem.open(path) as m:
+        assert m.store.schema_version() >= 4
+        assert _objects(m, "Alice") == {"Bob"}
+        assert _objects(m, "Alice") == {f.object for f in m.facts("alice")}
+        assert m.entity("Bobby").name == "Bob"
+        before = {e.id for e in m.entities()}
+        m.erase(entity="Bob", confirm=True)
+        m.add_fact("Alice", "knows", "Carol")
+        assert m.entity("Carol").id > max(before)
+    con = sqlite3.connect(path)
+    sql = con.execute("SELECT sql FROM sqlite_master WHERE name = 'entities'").fetchone()[0]
+    con.close()
+    assert "AUTOINCREMENT" in sql
+
+
 def test_ordinary_writes_of_another_connection_keep_the_sqlite_caches(tmp_path: Any) -> None:
     path = tmp_path / "m.db"
     writer = chronomem.open(path)
