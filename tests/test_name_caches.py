@@ -105,15 +105,17 @@ def test_ordinary_writes_of_another_connection_keep_the_sqlite_caches(tmp_path: 
     try:
         writer.add_fact("Kai", "likes", "Tea")
         assert _objects(reader, "Kai") == {"Tea"}
+        assert reader.entity("Kai").name == "Kai"  # facts() resolves in its SQL; entity() uses the cache
         store = _sqlite(reader)
         cached = dict(store._entity_cache)
         assert cached
         writer.add_fact("Ana", "likes", "Tea")
         assert _objects(reader, "Ana") == {"Tea"}  # a name added meanwhile is found
+        assert reader.entity("Ana").name == "Ana"
         assert cached.items() <= store._entity_cache.items()
         kai = next(k for k in cached if k[1] == "kai")
         writer.alias("Kai", "K")  # a name change drops them
-        reader.facts("Ana")
+        reader.entity("Ana")
         assert kai not in store._entity_cache
         assert _objects(reader, "K") == {"Tea"}
     finally:
@@ -142,6 +144,7 @@ def test_many_misses_load_the_namespace_keys_at_once(tmp_path: Any, monkeypatch:
         store = _sqlite(m)
         for i in range(10):
             assert _objects(m, f"E{i}") == {f"F{i}"}
+            assert m.entity(f"E{i}").name == f"E{i}"
         assert len(store._entity_cache) >= 600  # every key of the namespace
         assert _objects(m, "E299") == {"F299"}
         assert len(store._names) >= 600  # and every display name
@@ -150,6 +153,7 @@ def test_many_misses_load_the_namespace_keys_at_once(tmp_path: Any, monkeypatch:
         store = _sqlite(m)
         for i in range(20):
             assert _objects(m, f"E{i}") == {f"F{i}"}
+            assert m.entity(f"E{i}").name == f"E{i}"
         assert len(store._entity_cache) < 100
 
 

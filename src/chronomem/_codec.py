@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .errors import InvalidInputError
 from .models import Fact
@@ -82,6 +82,7 @@ _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 _US = _dt.timedelta(microseconds=1)
 _DT_CACHE: dict[int, _dt.datetime] = {}
 _new_fact = object.__new__
+_set_attr = object.__setattr__
 
 
 def _dt_of(us: int) -> _dt.datetime:
@@ -93,57 +94,85 @@ def _dt_of(us: int) -> _dt.datetime:
     return got
 
 
-def _fact(fact_id: str, version: int, subject: str, predicate: str, object_name: str | None, lit: str | None,
-          vf: int, vf_prec: int, vt: int, vt_prec: int, sf: int, st: int, confidence: float, source: str | None,
-          episode_id: str | None, props: str | None, invalidated_by: str | None, close_kind: str | None,
-          now: int, namespace: str, timezone: str) -> Fact:
-    """Build a :class:`Fact` (hot path: fills ``__dict__`` from one dict
-    display instead of going through the frozen dataclass ``__init__``, which
-    costs a ``object.__setattr__`` per field; half the time of keyword
-    arguments)."""
-    f = _new_fact(Fact)
-    f.__dict__.update({
-        "id": fact_id,
-        "subject": subject,
-        "predicate": predicate,
-        "object": decode_literal(lit) if lit is not None else object_name,
-        "valid_from": None if vf == MIN_US else _dt_of(vf),
-        "valid_to": None if vt == MAX_US else _dt_of(vt),
-        "system_from": _dt_of(sf),
-        "system_to": None if st == MAX_US else _dt_of(st),
-        "confidence": confidence,
-        "source": source,
-        "episode_id": episode_id,
-        "properties": load_props(props) if props else {},
-        "invalidated_by": invalidated_by,
-        "current": st == MAX_US and vf <= now < vt,
-        "literal": lit is not None,
-        "valid_from_precision": None if vf == MIN_US else _PRECS[vf_prec],
-        "valid_to_precision": None if vt == MAX_US else _PRECS[vt_prec],
-        "version": version,
-        "namespace": namespace,
-        "ended_reason": close_kind,
-        "timezone": timezone,
-    })
-    return f
-
-
 def row_to_fact(r: Row, now: int, namespace: str, timezone: str = "UTC") -> Fact:
     """Build a :class:`Fact` from a stored row that carries its names."""
-    return _fact(r.fact_id, r.version, r.subject_name or "", r.predicate_name or "", r.object_name, r.object_lit,
-                 r.vf, r.vf_prec, r.vt, r.vt_prec, r.sf, r.st, r.confidence, r.source, r.episode_id,
-                 r.properties, r.invalidated_by, r.close_kind, now, namespace, timezone)
+    ents = {r.subject_id: r.subject_name or ""}
+    if r.object_id is not None and r.object_name is not None:
+        ents[r.object_id] = r.object_name
+    facts = _build_facts(
+        ((r.fact_id, r.version, r.subject_id, r.predicate_id, r.object_id, r.object_lit, r.vf, r.vf_prec, r.vt,
+          r.vt_prec, r.sf, r.st, r.confidence, r.source, r.episode_id, r.properties, r.invalidated_by,
+          r.close_kind, r.rowid),),
+        now, namespace, timezone, ents, {r.predicate_id: r.predicate_name or ""}, True)
+    assert facts is not None
+    return facts[0]
+
+
+def _build_facts(rows: Sequence[Sequence[Any]], now: int, namespace: str, timezone: str,
+                 entity_names: Mapping[int, str], predicate_names: Mapping[int, str],
+                 complete: bool) -> list[Fact] | None:
+    """:class:`Fact` objects from read-path tuples. Hot path: each instance's
+    ``__dict__`` is set to one dict display instead of going through the
+    frozen dataclass ``__init__`` (an ``object.__setattr__`` per field: twice
+    the time). ``None`` if a name is missing from the mappings, unless
+    ``complete`` (then a missing subject or predicate renders as "")."""
+    ent = entity_names.get
+    pred = predicate_names.get
+    dt = _dt_of
+    precs = _PRECS
+    new = _new_fact
+    set_ = _set_attr
+    out: list[Fact] = []
+    append = out.append
+    for (fact_id, version, sid, pid, oid, lit, vf, vf_prec, vt, vt_prec, sf, st, confidence,
+         source, episode_id, props, invalidated_by, close_kind, _rowid) in rows:
+        subject = ent(sid)
+        predicate = pred(pid)
+        obj = decode_literal(lit) if lit is not None else ent(oid)
+        if subject is None or predicate is None or (obj is None and lit is None):
+            if not complete:
+                return None
+            subject = subject or ""
+            predicate = predicate or ""
+        f = new(Fact)
+        set_(f, "__dict__", {
+            "id": fact_id,
+            "subject": subject,
+            "predicate": predicate,
+            "object": obj,
+            "valid_from": None if vf == MIN_US else dt(vf),
+            "valid_to": None if vt == MAX_US else dt(vt),
+            "system_from": dt(sf),
+            "system_to": None if st == MAX_US else dt(st),
+            "confidence": confidence,
+            "source": source,
+            "episode_id": episode_id,
+            "properties": load_props(props) if props else {},
+            "invalidated_by": invalidated_by,
+            "current": st == MAX_US and vf <= now < vt,
+            "literal": lit is not None,
+            "valid_from_precision": None if vf == MIN_US else precs[vf_prec],
+            "valid_to_precision": None if vt == MAX_US else precs[vt_prec],
+            "version": version,
+            "namespace": namespace,
+            "ended_reason": close_kind,
+            "timezone": timezone,
+        })
+        append(f)
+    return out
 
 
 def tuples_to_facts(rows: Sequence[Sequence[Any]], now: int, namespace: str, timezone: str,
-                    entity_names: Mapping[int, str], predicate_names: Mapping[int, str]) -> list[Fact]:
-    """Build :class:`Fact` objects from read-path tuples (``store.base.READ_COLUMNS``)."""
-    ent = entity_names.get
-    pred = predicate_names.get
-    return [
-        _fact(fact_id, version, ent(sid, ""), pred(pid, ""), ent(oid) if oid is not None else None, lit,
-              vf, vf_prec, vt, vt_prec, sf, st, confidence, source, episode_id, props, invalidated_by,
-              close_kind, now, namespace, timezone)
-        for (fact_id, version, sid, pid, oid, lit, vf, vf_prec, vt, vt_prec, sf, st, confidence,
-             source, episode_id, props, invalidated_by, close_kind) in rows
-    ]
+                    entity_names: Callable[[Iterable[int]], Mapping[int, str]],
+                    predicate_names: Callable[[Iterable[int]], Mapping[int, str]]) -> list[Fact]:
+    """Build :class:`Fact` objects from read-path tuples (``store.base.READ_COLUMNS``).
+    ``entity_names`` / ``predicate_names`` are the store's cached lookups
+    (``Store.entity_names``): the cached mappings are tried first, and only a
+    read that meets an uncached id asks for its rows' ids."""
+    facts = _build_facts(rows, now, namespace, timezone, entity_names(()), predicate_names(()), False)
+    if facts is None:
+        ents = entity_names({t[2] for t in rows} | {t[4] for t in rows if t[4] is not None})
+        preds = predicate_names({t[3] for t in rows})
+        facts = _build_facts(rows, now, namespace, timezone, ents, preds, True)
+        assert facts is not None
+    return facts

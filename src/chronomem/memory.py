@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import logging
+import time
 from typing import Any, Iterable, Mapping, Sequence
 
 from . import _analysis
@@ -45,6 +46,7 @@ from .timeutil import (
     MAX_US,
     MIN_US,
     Precision,
+    SystemClock,
     TimeLike,
     TimePoint,
     from_us,
@@ -121,6 +123,8 @@ class Memory(EvidenceMixin, IdentityMixin):
         return peek_clock(self._clock)
 
     def _now_us(self) -> int:
+        if type(self._clock) is SystemClock:
+            return time.time_ns() // 1000
         return to_us(self.now())
 
     # -- time helpers ----------------------------------------------------
@@ -466,20 +470,21 @@ class Memory(EvidenceMixin, IdentityMixin):
             raise InvalidInputError(f"direction must be one of {', '.join(_DIRECTIONS)}, not {direction!r}")
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
             raise InvalidInputError(f"limit must be a non-negative integer, not {limit!r}")
-        as_of_us = self._instant(as_of, "as_of")
+        as_of_us = None if as_of is None else parse_time(as_of, "as_of", self.tz).us
         known_us = self._known(known_at)
-        subject_ids = None
+        # Names resolve inside the read's own SQL (in its snapshot, with no
+        # cache another process could have made stale), except "as known
+        # at" a past time: a name a later merge moved named what it named then.
+        subject_ids = subject_key = None
         if subject is not None:
-            sid = self._entity_for_read(subject, "subject", known_us)
-            if sid is None:
-                return None
-            subject_ids = [sid]
-        predicate_ids = None
-        if predicate is not None:
-            pred = self._predicate_for_read(predicate)
-            if pred is None:
-                return None
-            predicate_ids = [pred.id]
+            if known_us is None:
+                subject_key = normalize_key(subject, "subject")
+            else:
+                sid = self._entity_for_read(subject, "subject", known_us)
+                if sid is None:
+                    return None
+                subject_ids = [sid]
+        predicate_key = None if predicate is None else normalize_key(predicate, "predicate")
         object_id = object_lit = None
         if object is not None:
             if literal or not isinstance(object, str):
@@ -489,8 +494,8 @@ class Memory(EvidenceMixin, IdentityMixin):
                 if object_id is None:
                     object_lit = encode_literal(object, self.tz)
         return FactQuery(
-            self._ns, subject_ids, predicate_ids, object_id, object_lit, direction,  # type: ignore[arg-type]
-            as_of_us, known_us, all_versions, overlap, None, limit,
+            self._ns, subject_ids, None, object_id, object_lit, direction,  # type: ignore[arg-type]
+            as_of_us, known_us, all_versions, overlap, None, limit, subject_key, predicate_key,
         )
 
     def _run(self, q: FactQuery | None) -> list[Fact]:
@@ -500,12 +505,8 @@ class Memory(EvidenceMixin, IdentityMixin):
         rows = store.query_tuples(q)
         if not rows:
             return []
-        now = self._now_us()
-        ns = self.namespace
-        tzname = self._tzname
-        ents = store.entity_names({t[2] for t in rows} | {t[4] for t in rows if t[4] is not None})
-        preds = store.predicate_names({t[3] for t in rows})
-        return tuples_to_facts(rows, now, ns, tzname, ents, preds)
+        return tuples_to_facts(rows, self._now_us(), self.namespace, self._tzname, store.entity_names,
+                               store.predicate_names)
 
     def facts(
         self,

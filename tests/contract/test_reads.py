@@ -31,6 +31,26 @@ def test_facts_out(graph: Memory) -> None:
         ("based_in", "Oslo"), ("ceo", "Alice"), ("ceo", "Bob"), ("founded", "1999")]
 
 
+def test_reads_are_ordered_by_valid_from_then_by_when_each_version_was_written(mem: Memory) -> None:
+    """One order on every backend and read shape: valid_from (an unknown
+    start first), then the order the versions were stored in (a correction's
+    new version comes after everything stored before it)."""
+    mem.add_fact("Kai", "likes", "Tea", "2020")
+    first_unknown = mem.add_fact("Kai", "likes", "Coffee")
+    mem.add_fact("Kai", "likes", "Milk", "2019")
+    mem.add_fact("Kai", "likes", "Juice")
+    mem.add_fact("Kai", "visits", "Oslo", "2020")
+    mem.correct(first_unknown.id, object="Cocoa")
+    expected = ["Juice", "Cocoa", "Milk", "Tea", "Oslo"]
+    assert [f.object for f in mem.facts("Kai")] == expected
+    assert [f.object for f in mem.facts("Kai", as_of="2021")] == expected
+    assert [f.object for f in mem.facts("Kai", limit=10)] == expected
+    assert [f.object for f in mem.facts("Kai", limit=2)] == expected[:2]
+    assert [f.object for f in mem.facts("Kai", "likes")] == expected[:4]
+    assert [f.object for f in mem.facts(predicate="likes")] == expected[:4]
+    assert [f.object for f in mem.current("Kai")] == expected
+
+
 def test_facts_in(graph: Memory) -> None:
     facts = graph.facts("Acme", direction="in")
     assert sorted(f.subject for f in facts) == ["Alice", "Bob"]

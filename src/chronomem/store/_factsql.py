@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 from ..timeutil import MAX_US
 from .base import READ_COLUMNS, FactQuery, Row
 
-__all__ = ["SELECT_FACT", "SELECT_READ", "InClause", "compose_fact_sql", "cutoff_shape", "distinct_rows",
+__all__ = ["SELECT_FACT", "SELECT_READ", "InClause", "caller_sorts", "compose_fact_sql", "cutoff_shape", "distinct_rows",
            "limit_cutoff"]
 
 # Fact versions with their three names (the Row shape: FACT_COLUMNS + names).
@@ -33,14 +33,25 @@ SELECT_READ = "SELECT " + ", ".join("f." + c for c in READ_COLUMNS) + " FROM fac
 InClause = Callable[[str, Sequence[Any], list[Any]], str]
 
 
+def caller_sorts(q: FactQuery) -> bool:
+    """Whether a backend may run ``q`` without ``ORDER BY`` and sort the rows
+    itself (by ``valid_from, rowid``): one entity's outgoing facts, no LIMIT.
+    Its index (subject, system_to, predicate, valid_from) does not give that
+    order, so SQLite would run a sorter, which costs more than sorting the
+    handful of rows in Python."""
+    return q.limit is None and q.direction == "out" and (q.subject_ids is not None or q.subject_key is not None)
+
+
 def compose_fact_sql(q: FactQuery, head: str, union_order: str, ph: str, in_: InClause,
-                     nothing: str, valid_from_max: int | None = None) -> tuple[str, list[Any]]:
+                     nothing: str, valid_from_max: int | None = None,
+                     order: bool = True) -> tuple[str, list[Any]]:
     """SQL and parameters for ``q``. ``head`` is the ``SELECT ... FROM facts f``
     part; ``union_order`` orders a two-branch ``UNION ALL`` by column number;
     ``nothing`` is the backend's always-false condition. ``valid_from_max``
     adds ``f.valid_from <= valid_from_max``: a backend that knows the first
     ``q.limit`` rows all start by then uses it so the sort before the LIMIT
-    sees only those rows, not all of a busy entity's."""
+    sees only those rows, not all of a busy entity's. ``order=False``: leave
+    out the ``ORDER BY`` where :func:`caller_sorts` allows it."""
     common: list[str] = []
     cparams: list[Any] = []
     if valid_from_max is not None:
@@ -60,6 +71,9 @@ def compose_fact_sql(q: FactQuery, head: str, union_order: str, ph: str, in_: In
         cparams += [q.overlap[1], q.overlap[0]]
     if q.predicate_ids is not None:
         common.append(in_("f.predicate_id", q.predicate_ids, cparams))
+    if q.predicate_key is not None:
+        common.append(f"f.predicate_id = (SELECT predicate_id FROM predicate_keys WHERE ns_id = {ph} AND key = {ph})")
+        cparams += [q.ns_id, q.predicate_key]
     if q.fact_ids is not None:
         common.append(in_("f.fact_id", q.fact_ids, cparams))
     branches: list[tuple[list[str], list[Any]]] = []
@@ -74,21 +88,29 @@ def compose_fact_sql(q: FactQuery, head: str, union_order: str, ph: str, in_: In
             params.append(q.object_lit)
         return where, params
 
-    if q.subject_ids is None:
+    def entity(column: str, params: list[Any]) -> str:
+        """``column`` is the query's entity (its ids, or the one its key names)."""
+        if q.subject_key is not None:
+            params += [q.ns_id, q.subject_key]
+            return f"{column} = (SELECT entity_id FROM entity_keys WHERE ns_id = {ph} AND key = {ph})"
+        assert q.subject_ids is not None
+        return in_(column, q.subject_ids, params)
+
+    if q.subject_ids is None and q.subject_key is None:
         branches.append(with_object([f"f.ns_id = {ph}"], [q.ns_id]))
     else:
         if q.direction in ("out", "both"):
             params: list[Any] = []
-            branches.append(with_object([in_("f.subject_id", q.subject_ids, params)], params))
+            branches.append(with_object([entity("f.subject_id", params)], params))
         if q.direction in ("in", "both") and q.object_lit is None:
             params = []
-            where = [in_("f.object_id", q.subject_ids, params)]
+            where = [entity("f.object_id", params)]
             if q.object_id is not None:
                 where.append(f"f.subject_id = {ph}")
                 params.append(q.object_id)
             if q.direction == "both":
                 # a self-loop appears once
-                where.append("NOT (" + in_("f.subject_id", q.subject_ids, params) + ")")
+                where.append("NOT (" + entity("f.subject_id", params) + ")")
             branches.append((where, params))
     parts: list[str] = []
     all_params: list[Any] = []
@@ -99,10 +121,12 @@ def compose_fact_sql(q: FactQuery, head: str, union_order: str, ph: str, in_: In
         return f"{head} WHERE {nothing}", []
     if len(parts) > 1:
         sql = "SELECT * FROM (" + " UNION ALL ".join(parts) + f") AS u ORDER BY {union_order}"
-    else:
+    elif order or not caller_sorts(q):
         # (valid_from, rowid) is the index order of predicate-wide reads:
         # no sort step for them
         sql = parts[0] + " ORDER BY f.valid_from, f.rowid"
+    else:
+        sql = parts[0]
     if q.limit is not None:
         sql += f" LIMIT {ph}"
         all_params.append(q.limit)
@@ -128,8 +152,8 @@ CUTOFF_MAX_PREDICATES = 256
 def cutoff_shape(q: FactQuery) -> bool:
     """Whether ``q`` is a LIMITed "believed now" read of one subject's facts
     (no other filter): the shape :func:`limit_cutoff` serves."""
-    return not (q.limit is None or q.limit < 1 or q.subject_ids is None or len(q.subject_ids) != 1
-                or q.direction == "in" or q.known_at is not None or q.all_versions or q.overlap is not None
+    one_subject = q.subject_key is not None if q.subject_ids is None else len(q.subject_ids) == 1
+    return not (q.limit is None or q.limit < 1 or not one_subject or q.direction == "in" or q.known_at is not None or q.all_versions or q.overlap is not None
                 or q.predicate_ids is not None or q.fact_ids is not None or q.object_id is not None
                 or q.object_lit is not None)
 
@@ -145,9 +169,15 @@ def limit_cutoff(q: FactQuery, execute: Callable[[str, list[Any]], Sequence[Sequ
     only move it earlier). ``None``: no bound (another shape, fewer rows than
     the limit, or too many predicates). The caller runs it and the read in
     one snapshot; ``execute(sql, params)`` returns the rows."""
-    if not cutoff_shape(q) or q.limit is None or q.subject_ids is None:
+    if not cutoff_shape(q) or q.limit is None:
         return None
-    sid = q.subject_ids[0]
+    if q.subject_ids is not None:
+        sid = q.subject_ids[0]
+    else:
+        got = execute(f"SELECT entity_id FROM entity_keys WHERE ns_id = {ph} AND key = {ph}", [q.ns_id, q.subject_key])
+        if not got:
+            return None
+        sid = int(got[0][0])
     step = (f"SELECT min(predicate_id) FROM facts WHERE subject_id = {ph} AND system_to = {MAX_US} "
             f"AND predicate_id > {ph}")
     preds: list[int] = []

@@ -110,11 +110,12 @@ FACT_COLUMNS = (
 )
 
 
-# Column order of the read path (``Store.query_tuples``): no names, no joins.
+# Column order of the read path (``Store.query_tuples``): no names, no joins;
+# ``rowid`` last (reads are ordered by ``valid_from, rowid``).
 READ_COLUMNS = (
     "fact_id", "version", "subject_id", "predicate_id", "object_id", "object_lit",
     "valid_from", "valid_from_prec", "valid_to", "valid_to_prec", "system_from", "system_to",
-    "confidence", "source", "episode_id", "properties", "invalidated_by", "close_kind",
+    "confidence", "source", "episode_id", "properties", "invalidated_by", "close_kind", "rowid",
 )
 
 
@@ -161,6 +162,12 @@ class FactQuery:
     overlap: tuple[int, int] | None = None
     fact_ids: Sequence[str] | None = None
     limit: int | None = None
+    # a name key instead of ids: the read resolves it itself (``entity_keys``
+    # / ``predicate_keys`` in ``ns_id``), in the snapshot of the facts it
+    # reads, so it needs no name cache that another process could have made
+    # stale. Not together with ``subject_ids`` / ``predicate_ids``.
+    subject_key: str | None = None
+    predicate_key: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -20,13 +20,14 @@ import sqlite3
 import threading
 from contextlib import contextmanager
 from pathlib import Path
+from operator import itemgetter
 from typing import Any, Iterable, Iterator, Sequence
 
 from ..errors import SchemaVersionError, StoreError, StoreLockedError
 from ..timeutil import MAX_US, SystemClock, from_us, peek_clock, to_us
-from .base import EntityRecord, FactQuery, PredicateRecord, Row
+from .base import READ_COLUMNS, EntityRecord, FactQuery, PredicateRecord, Row
 from ._basestore import RowReadsMixin, StoreSQL
-from ._factsql import SELECT_FACT, SELECT_READ, compose_fact_sql, cutoff_shape, limit_cutoff
+from ._factsql import SELECT_FACT, SELECT_READ, caller_sorts, compose_fact_sql, cutoff_shape, limit_cutoff
 from .migrations import load_migrations
 from .sqlite_episodes import EpisodeStoreMixin
 from .sqlite_tx import SQLiteTx, _Checkpointer, _in, _split_sql
@@ -350,8 +351,9 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
         return EntityRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], aliases)
 
     def entity_names(self, ids: Iterable[int]) -> dict[int, str]:
-        """Display names of entity ids (cached: a name never changes). The
-        returned mapping covers at least ``ids``."""
+        """Display names of entity ids (cached: a name never changes and ids
+        are never reused, see migration 0004). The returned mapping covers at
+        least ``ids``."""
         names = self._names
         missing = [i for i in ids if i not in names]
         if missing:
@@ -478,6 +480,7 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
             None if q.fact_ids is None else len(q.fact_ids),
             None if q.subject_ids is None else len(q.subject_ids),
             q.object_id is None, q.object_lit is None, q.direction, q.limit is None,
+            q.subject_key is None, q.predicate_key is None,
         )
         sql = self._sql_cache.get(shape)
         if sql is None:
@@ -488,7 +491,8 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
         return sql, _query_params(q)
 
     def _compose_sql(self, q: FactQuery, head: str, union_order: str) -> tuple[str, list[Any]]:
-        return compose_fact_sql(q, head, union_order, "?", _in_params, "0")
+        # the read path sorts one entity's rows itself (see caller_sorts)
+        return compose_fact_sql(q, head, union_order, "?", _in_params, "0", order=head is not SELECT_READ)
 
     def query(self, q: FactQuery) -> list[Row]:
         sql, params = self.query_sql(q)
@@ -501,7 +505,10 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
         with self._lock:
             if not cutoff_shape(q):
                 sql, params = self.read_sql(q)
-                return self._con.execute(sql, params).fetchall()
+                rows: list[tuple[Any, ...]] = self._con.execute(sql, params).fetchall()
+                if len(rows) > 1 and caller_sorts(q):
+                    rows.sort(key=_READ_ORDER)
+                return rows
             # the cut-off and the read must see one snapshot
             own = not self._con.in_transaction
             if own:
@@ -580,10 +587,12 @@ def _query_params(q: FactQuery) -> list[Any]:
         cparams += [q.overlap[1], q.overlap[0]]
     if q.predicate_ids is not None:
         cparams += q.predicate_ids
+    if q.predicate_key is not None:
+        cparams += [q.ns_id, q.predicate_key]
     if q.fact_ids is not None:
         cparams += q.fact_ids
     out: list[Any] = []
-    if q.subject_ids is None:
+    if q.subject_ids is None and q.subject_key is None:
         out.append(q.ns_id)
         if q.object_id is not None:
             out.append(q.object_id)
@@ -591,23 +600,28 @@ def _query_params(q: FactQuery) -> list[Any]:
             out.append(q.object_lit)
         out += cparams
     else:
+        entity: Sequence[Any] = (q.ns_id, q.subject_key) if q.subject_ids is None else q.subject_ids
         if q.direction in ("out", "both"):
-            out += q.subject_ids
+            out += entity
             if q.object_id is not None:
                 out.append(q.object_id)
             if q.object_lit is not None:
                 out.append(q.object_lit)
             out += cparams
         if q.direction in ("in", "both") and q.object_lit is None:
-            out += q.subject_ids
+            out += entity
             if q.object_id is not None:
                 out.append(q.object_id)
             if q.direction == "both":
-                out += q.subject_ids
+                out += entity
             out += cparams
     if q.limit is not None:
         out.append(q.limit)
     return out
+
+
+# (valid_from, rowid) of a READ_COLUMNS tuple: the order of every read
+_READ_ORDER = itemgetter(READ_COLUMNS.index("valid_from"), READ_COLUMNS.index("rowid"))
 
 
 def _in_params(column: str, values: Sequence[Any], params: list[Any]) -> str:
