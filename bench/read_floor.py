@@ -9,10 +9,10 @@ For each store size it times, per query, p50 over the same query list:
   ``sqlite3`` connection with the store's cache/mmap settings, selecting only
   ``rowid``: the index search and table lookups, nothing converted.
 * ``SQL rows``: the same statement with every column ``facts()`` needs: the
-  above plus ``sqlite3``'s conversion of 18 columns per row to Python objects.
-* ``facts()``: the whole public call (name resolution, the store's
-  ``PRAGMA data_version`` check for other processes' merges, the SQL, and a
-  frozen ``Fact`` with datetimes per row).
+  above plus ``sqlite3``'s conversion of 19 columns per row to Python objects.
+* ``facts()``: the whole public call (argument checks, the SQL with its
+  key lookup, the Python sort of one entity's rows, and a frozen ``Fact``
+  with datetimes per row).
 * MemPalace (``mempalace`` from PyPI, in ``.venv-bench``; skipped with a note
   if it is not installed): its read returns dicts with ISO strings.
 
@@ -95,7 +95,6 @@ def measure(n: int, args: argparse.Namespace, tmp: Path, peer: bool) -> dict[str
         res["sql_rowid_us"], _ = p50_us(lambda s: con.execute(*s).fetchall(), rid, warm)
         res["sql_rows_us"], _ = p50_us(lambda s: con.execute(*s).fetchall(), full, warm)
         res["facts_us"], res["rows"] = p50_us(call, items, warm)
-        res["data_version_us"], _ = p50_us(lambda s: con.execute("PRAGMA data_version").fetchall(), full, warm)
         out[kind] = res
     mem.close()
     con.close()
@@ -128,11 +127,8 @@ def render(results: list[dict[str, Any]], file: Any) -> None:
                       "-" if mp is None else f"{m['facts_us'] / mp:.2f}x")
     Console(file=file, width=140).print(t)
     print("SQL rowid: index search and table lookups only; SQL rows: plus sqlite3's conversion of the "
-          "18 columns; Python: facts() minus SQL rows (names, the data_version check, Fact objects); "
+          "19 columns; Python: facts() minus SQL rows (names, the sort, Fact objects); "
           "µs/row: (facts() - SQL rowid) / rows.", file=file)
-    for r in results:
-        print(f"{kb.fmt_size(r['size'])}: PRAGMA data_version alone (once per read) "
-              f"{r['subject']['data_version_us']:.1f} µs", file=file)
 
 
 def main() -> int:
