@@ -534,7 +534,11 @@ class Memory(EvidenceMixin, IdentityMixin):
 
     def facts_sql(self, subject: str | None = None, predicate: str | None = None, object: Any = None,
                   **kwargs: Any) -> tuple[str, list[Any]]:
-        """The SQL (and parameters) :meth:`facts` would run, for ``--sql``."""
+        """The SQL (and parameters) :meth:`facts` would run, for ``--sql``.
+        Names are looked up inside it. One entity's outgoing facts (no
+        ``limit``) are selected without ``ORDER BY``: :meth:`facts` sorts
+        those few rows by ``(valid_from, rowid)`` itself, faster than SQLite's
+        sorter; every other shape is ordered in SQL."""
         q = self._query(subject, predicate, object, **kwargs)
         if q is None:
             return "-- no such entity or predicate: the query returns nothing without touching the store", []
