@@ -119,6 +119,7 @@ def _build_facts(rows: Sequence[Sequence[Any]], now: int, namespace: str, timezo
     ent = entity_names.get
     pred = predicate_names.get
     dt = _dt_of
+    cached = _DT_CACHE.get  # tried inline first: most times repeat (days, one batch's system time)
     precs = _PRECS
     new = _new_fact
     set_ = _set_attr
@@ -140,10 +141,10 @@ def _build_facts(rows: Sequence[Sequence[Any]], now: int, namespace: str, timezo
             "subject": subject,
             "predicate": predicate,
             "object": obj,
-            "valid_from": None if vf == MIN_US else dt(vf),
-            "valid_to": None if vt == MAX_US else dt(vt),
-            "system_from": dt(sf),
-            "system_to": None if st == MAX_US else dt(st),
+            "valid_from": None if vf == MIN_US else cached(vf) or dt(vf),
+            "valid_to": None if vt == MAX_US else cached(vt) or dt(vt),
+            "system_from": cached(sf) or dt(sf),
+            "system_to": None if st == MAX_US else cached(st) or dt(st),
             "confidence": confidence,
             "source": source,
             "episode_id": episode_id,

@@ -97,6 +97,9 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
             # mode); a background thread with its own connection does.
             con.execute("PRAGMA wal_autocheckpoint = 0")
             self._checkpointer = _Checkpointer(path, self._busy_ms)
+        # the read path's cursor (used under self._lock; a new cursor per
+        # statement costs more than the statement's own overhead)
+        self._read_cur = con.cursor()
         self._entity_cache: dict[tuple[int, str], int] = {}
         self._pred_cache: dict[tuple[int, str], PredicateRecord] = {}
         self._pred_by_id: dict[int, PredicateRecord] = {}
@@ -503,9 +506,9 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
         """The read path: raw tuples in ``READ_COLUMNS`` order, no names
         (resolve them with :meth:`entity_names` / :meth:`predicate_names`)."""
         with self._lock:
-            if not cutoff_shape(q):
+            if q.limit is None or not cutoff_shape(q):
                 sql, params = self.read_sql(q)
-                rows: list[tuple[Any, ...]] = self._con.execute(sql, params).fetchall()
+                rows: list[tuple[Any, ...]] = self._read_cur.execute(sql, params).fetchall()
                 if len(rows) > 1 and caller_sorts(q):
                     rows.sort(key=_READ_ORDER)
                 return rows
