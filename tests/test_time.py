@@ -8,6 +8,8 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chronomem import FakeClock, InvalidInputError, InvalidTimeError, Precision, SystemClock, TimePoint, period_end
 from chronomem.timeutil import (
@@ -312,3 +314,27 @@ def test_system_clock_is_aware_utc_now() -> None:
     after = _dt.datetime.now(UTC)
     assert now.tzinfo is not None and now.utcoffset() == _dt.timedelta(0)
     assert before <= now <= after
+
+
+@given(st.dates(), st.sampled_from([UTC, BERLIN, ZoneInfo("America/New_York"),
+                                    _dt.timezone(_dt.timedelta(hours=5, minutes=30))]))
+@settings(max_examples=300, deadline=None)
+def test_the_day_fast_path_reads_every_date_as_the_general_parser_does(day: _dt.date, tz: _dt.tzinfo) -> None:
+    """"YYYY-MM-DD" takes a fast path; with a leading space the same text
+    takes the general ISO parser. Both give the same instant and precision
+    (midnight in ``tz``), also across DST changes."""
+    text = f"{day.year:04d}-{day.month:02d}-{day.day:02d}"
+    fast = parse_time(text, "t", tz)
+    assert fast == parse_time(" " + text, "t", tz)
+    assert fast.precision == Precision.DAY
+    assert fast.us == to_us(_dt.datetime(day.year, day.month, day.day, tzinfo=tz))
+
+
+@pytest.mark.parametrize("text", ["2025-13-45", "2025-02-30", "0000-01-01", "2021-W01-1", "2025-1x-01"])
+def test_dates_the_fast_path_rejects_get_the_general_error(text: str) -> None:
+    with pytest.raises(InvalidTimeError) as fast:
+        parse_time(text, "as_of")
+    with pytest.raises(InvalidTimeError) as general:
+        parse_time(text + " ", "as_of")
+    assert str(fast.value).replace(repr(text), "V") == str(general.value).replace(repr(text + " "), "V")
+    assert "as_of" in str(fast.value) and text in str(fast.value)
