@@ -396,7 +396,7 @@ class PostgresStore(RowReadsMixin, PgEpisodeStoreMixin):
         """Display names of entity ids (cached: a name never changes and ids
         are never reused). The returned mapping covers at least ``ids``."""
         names = self._names
-        missing = [i for i in ids if i not in names]
+        missing = [i for i in ids if i not in names] if ids else []
         if missing:
             with self._conn() as conn:
                 for eid, name in conn.execute("SELECT id, name FROM entities WHERE id = ANY(%s)", (missing,)):
@@ -406,7 +406,7 @@ class PostgresStore(RowReadsMixin, PgEpisodeStoreMixin):
     def predicate_names(self, ids: Iterable[int]) -> dict[int, str]:
         """Display names of predicate ids (cached: a name never changes)."""
         names = self._pred_names
-        missing = [i for i in ids if i not in names]
+        missing = [i for i in ids if i not in names] if ids else []
         if missing:
             with self._conn() as conn:
                 for pid, name in conn.execute("SELECT id, name FROM predicates WHERE id = ANY(%s)", (missing,)):

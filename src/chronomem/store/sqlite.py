@@ -358,7 +358,7 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
         are never reused, see migration 0004). The returned mapping covers at
         least ``ids``."""
         names = self._names
-        missing = [i for i in ids if i not in names]
+        missing = [i for i in ids if i not in names] if ids else []
         if missing:
             with self._lock:
                 if not self._names_warm:
@@ -380,7 +380,7 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
     def predicate_names(self, ids: Iterable[int]) -> dict[int, str]:
         """Display names of predicate ids (cached: a name never changes)."""
         names = self._pred_names
-        missing = [i for i in ids if i not in names]
+        missing = [i for i in ids if i not in names] if ids else []
         if missing:
             with self._lock:
                 for pid, name in self._con.execute(
