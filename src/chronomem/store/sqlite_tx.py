@@ -151,9 +151,18 @@ class SQLiteTx(BaseTx, EpisodeTxMixin):
 class _Checkpointer:
     """Copies the WAL into the database file from a background thread.
 
-    Runs ``PRAGMA wal_checkpoint(PASSIVE)`` (never blocks writers) whenever
-    the WAL has grown, at most every ``interval`` seconds, and ``TRUNCATE``
-    on stop. Commits therefore never pay for the checkpoint's fsync.
+    Runs ``PRAGMA wal_checkpoint(PASSIVE)`` (never blocks writers) every
+    ``interval`` seconds, and ``TRUNCATE`` on stop. Commits therefore never
+    pay for the checkpoint's fsync.
+
+    Once the store has gone quiet (no new WAL frames since the last look) and
+    everything is copied, it empties the WAL (``TRUNCATE``). Until then every
+    page a reader touches is first looked up in the WAL index, and a page
+    still in the WAL cannot be served from the memory map: after a burst of
+    4,000 commits, a 10k-fact subject read took 50-70 us instead of 34.
+    ``RESTART`` / ``TRUNCATE`` hold the write lock while they wait for
+    readers, so they run with no busy wait: if anyone is reading or writing
+    they give up at once and try again a tick later.
     """
 
     def __init__(self, path: str, busy_ms: int, interval: float = 0.5, min_pages: int = 256) -> None:
@@ -173,14 +182,18 @@ class _Checkpointer:
             log.warning("checkpoint thread could not open %s: %s", self._path, exc)
             return
         try:
+            con.execute("PRAGMA busy_timeout = 0")
+            last = -1
             while not self._stop.wait(self._interval):
                 try:
                     busy, log_pages, done = con.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-                    if log_pages >= self._min_pages * 64:
-                        con.execute("PRAGMA wal_checkpoint(RESTART)")
+                    if log_pages > 0 and (log_pages >= self._min_pages * 64 or (log_pages == last and done == log_pages)):
+                        busy, log_pages, done = con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                    last = log_pages
                 except sqlite3.Error as exc:
                     log.debug("checkpoint skipped: %s", exc)
             try:
+                con.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
                 con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             except sqlite3.Error as exc:  # pragma: no cover
                 log.debug("final checkpoint skipped: %s", exc)
