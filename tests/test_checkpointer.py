@@ -1,8 +1,8 @@
 """The SQLite store's background checkpointer (``sqlite_tx._Checkpointer``).
 
 It copies the WAL into the database file without ever making a writer wait,
-and empties the WAL once the store has gone quiet, so reads after a burst of
-writes stop looking pages up in a WAL index that no longer matters.
+and empties the WAL once the store has gone quiet, so the -wal file does not
+keep the size of the last burst of writes.
 """
 
 from __future__ import annotations
