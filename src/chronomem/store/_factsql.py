@@ -14,8 +14,8 @@ from typing import Any, Callable, Sequence
 from ..timeutil import MAX_US
 from .base import READ_COLUMNS, FactQuery, Row
 
-__all__ = ["SELECT_FACT", "SELECT_READ", "InClause", "caller_sorts", "compose_fact_sql", "cutoff_shape", "distinct_rows",
-           "limit_cutoff"]
+__all__ = ["SELECT_FACT", "SELECT_READ", "InClause", "caller_sorts", "compose_fact_sql", "cutoff_shape",
+           "distinct_rows", "limit_cutoff"]
 
 # Fact versions with their three names (the Row shape: FACT_COLUMNS + names).
 SELECT_FACT = (
@@ -153,7 +153,8 @@ def cutoff_shape(q: FactQuery) -> bool:
     """Whether ``q`` is a LIMITed "believed now" read of one subject's facts
     (no other filter): the shape :func:`limit_cutoff` serves."""
     one_subject = q.subject_key is not None if q.subject_ids is None else len(q.subject_ids) == 1
-    return not (q.limit is None or q.limit < 1 or not one_subject or q.direction == "in" or q.known_at is not None or q.all_versions or q.overlap is not None
+    return not (q.limit is None or q.limit < 1 or not one_subject or q.direction == "in"
+                or q.known_at is not None or q.all_versions or q.overlap is not None
                 or q.predicate_ids is not None or q.fact_ids is not None or q.object_id is not None
                 or q.object_lit is not None)
 
@@ -174,7 +175,8 @@ def limit_cutoff(q: FactQuery, execute: Callable[[str, list[Any]], Sequence[Sequ
     if q.subject_ids is not None:
         sid = q.subject_ids[0]
     else:
-        got = execute(f"SELECT entity_id FROM entity_keys WHERE ns_id = {ph} AND key = {ph}", [q.ns_id, q.subject_key])
+        got = execute(f"SELECT entity_id FROM entity_keys WHERE ns_id = {ph} AND key = {ph}",
+                      [q.ns_id, q.subject_key])
         if not got:
             return None
         sid = int(got[0][0])

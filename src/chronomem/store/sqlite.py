@@ -19,8 +19,8 @@ import os
 import sqlite3
 import threading
 from contextlib import contextmanager
-from pathlib import Path
 from operator import itemgetter
+from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 from ..errors import SchemaVersionError, StoreError, StoreLockedError

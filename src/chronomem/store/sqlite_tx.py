@@ -187,7 +187,8 @@ class _Checkpointer:
             while not self._stop.wait(self._interval):
                 try:
                     busy, log_pages, done = con.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-                    if log_pages > 0 and (log_pages >= self._min_pages * 64 or (log_pages == last and done == log_pages)):
+                    quiet = log_pages == last and done == log_pages  # nothing new, all copied
+                    if log_pages > 0 and (quiet or log_pages >= self._min_pages * 64):
                         busy, log_pages, done = con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
                     last = log_pages
                 except sqlite3.Error as exc:
