@@ -559,13 +559,15 @@ def evaluate_goals(results: dict[str, Any], sizes: list[int], peer_sizes: list[i
     common = [n for n in ok_c if n in ok_m]
     goals: list[dict[str, Any]] = []
 
-    def add(name: str, measured: float | None, goal: str, passed: bool | None, unit: str = "") -> None:
+    def add(name: str, measured: float | None, goal: str, passed: bool | None, unit: str = "",
+            info: bool = False) -> None:
+        """``info``: shown for comparison, not one of the issue's goals."""
         goals.append({
             "goal": name,
             "measured": measured,
             "measured_str": "-" if measured is None else (f"{measured:.1f}{unit}" if unit == "x" else fnum(measured, unit)),
             "target": goal,
-            "status": "n/a" if passed is None else ("PASS" if passed else "MISS"),
+            "status": "info" if info else ("n/a" if passed is None else ("PASS" if passed else "MISS")),
         })
 
     # 1. durable add_fact vs add_triple, at 100k (or largest common size)
@@ -574,9 +576,11 @@ def evaluate_goals(results: dict[str, Any], sizes: list[int], peer_sizes: list[i
         r = ratio(C[str(n1)]["write_rate"], M[str(n1)]["write_rate"])
         add(f"add_fact @{fmt_size(n1)} vs MemPalace add_triple (cm default normal)", r, ">= 20x",
             r is not None and r >= 20, "x")
+        # the issue compares at the default durability (survives kill -9);
+        # fsync on every commit on both sides is shown for information
         r = ratio(C[str(n1)].get("write_rate_full"), M[str(n1)]["write_rate"])
-        add(f"add_fact @{fmt_size(n1)} vs MemPalace add_triple (cm full: both fsync)", r, ">= 20x",
-            None if r is None else r >= 20, "x")
+        add(f"add_fact @{fmt_size(n1)} vs MemPalace add_triple (cm full: both fsync)", r, "info, not a goal",
+            None, "x", info=True)
     else:
         add("add_fact vs MemPalace add_triple", None, ">= 20x", None)
     # 2. add_fact at largest size vs at smallest size
