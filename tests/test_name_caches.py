@@ -165,3 +165,20 @@ def test_writes_never_load_the_namespace_keys(tmp_path: Any, monkeypatch: pytest
             f = m.add_fact(f"E{i}", "knows", f"F{i + 1}")
             assert (f.subject, f.object) == (f"E{i}", f"F{i + 1}")  # names came with the key lookups
         assert len(store._entity_cache) < 100
+
+
+def test_a_small_store_loads_every_display_name_at_the_first_miss(tmp_path: Any,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "m.db"
+    with chronomem.open(path) as m:
+        m.add_facts([(f"E{i}", "knows", f"F{i}") for i in range(300)])
+    with chronomem.open(path) as m:
+        store = _sqlite(m)
+        assert _objects(m, "E1") == {"F1"}
+        assert len(store._names) == 600  # all of them, at the first read
+        assert _objects(m, "E299") == {"F299"}
+    monkeypatch.setattr(sqlite_store, "_WARM_SMALL", 100)  # "small" now means fewer than it has
+    with chronomem.open(path) as m:
+        store = _sqlite(m)
+        assert _objects(m, "E1") == {"F1"}
+        assert len(store._names) == 2  # only the names that read needed

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chronomem import InvalidNameError, normalize_key
+from chronomem import InvalidNameError, normalize, normalize_key
 
 
 @pytest.mark.parametrize(
@@ -102,3 +102,17 @@ def test_case_and_separator_variants_share_a_key(name: str) -> None:
     assert normalize_key(name.upper()) == normalize_key(name.lower()) == key
     assert normalize_key(" " + name.replace(" ", "-") + " ") == key
     assert normalize_key(name.replace("_", " ")) == key
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=40))
+@settings(max_examples=500)
+def test_the_ascii_fast_path_gives_the_general_key(name: str) -> None:
+    """ASCII names skip NFKC and the regular expression; every ASCII string
+    (controls, \\x1c-\\x1f, apostrophes, runs of separators included) must get
+    the key the general path gives."""
+    assert normalize._key.__wrapped__(name) == normalize._general_key(name)
+
+
+@pytest.mark.parametrize("name", ["a\x1cb", " _-A__b--C_ ", "O'Brien `x`", "\t\x0bq\x0c\r\n", "-_-"])
+def test_the_ascii_fast_path_on_separator_edge_cases(name: str) -> None:
+    assert normalize._key.__wrapped__(name) == normalize._general_key(name)

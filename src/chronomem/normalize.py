@@ -22,6 +22,16 @@ _SEPARATORS = re.compile(r"[\s_\-\u2010-\u2015]+")
 
 @lru_cache(maxsize=262144)
 def _key(name: str) -> str:
+    if name.isascii():
+        # NFKC leaves ASCII alone and casefold() is lower(); str.split()
+        # splits on exactly the ASCII characters \s matches (property-tested
+        # against _general_key): half the cost of the general path
+        text = name.lower().replace("'", "").replace("`", "")  # the ASCII apostrophes
+        return "_".join(text.replace("_", " ").replace("-", " ").split())
+    return _general_key(name)
+
+
+def _general_key(name: str) -> str:
     text = unicodedata.normalize("NFKC", name).casefold().translate(_APOSTROPHES)
     return _SEPARATORS.sub("_", text).strip("_")
 

@@ -45,6 +45,9 @@ SETTLE_WAIT = 5.0
 # of a namespace (or all display names) are read at once, if at most _WARM_MAX
 _WARM_AFTER = 256
 _WARM_MAX = 500_000
+# a store with at most this many entities loads all display names at the
+# first miss (a few milliseconds; spares the next reads a lookup each)
+_WARM_SMALL = 20_000
 
 
 class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
@@ -363,12 +366,21 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
             with self._lock:
                 if not self._names_warm:
                     self._name_misses += 1
-                    if self._name_misses >= _WARM_AFTER:
+                    if self._name_misses == 1:
+                        # a small store loads every name at its first miss
+                        # (max(id) bounds the count: ids are never reused)
+                        (top,) = self._con.execute("SELECT max(id) FROM entities").fetchone()
+                        load = (top or 0) <= _WARM_SMALL
+                    else:
+                        load = False
+                    if not load and self._name_misses >= _WARM_AFTER:
                         self._names_warm = True
                         (n,) = self._con.execute("SELECT count(*) FROM entities").fetchone()
-                        if n <= _WARM_MAX:
-                            names.update(self._con.execute("SELECT id, name FROM entities"))
-                            missing = [i for i in missing if i not in names]
+                        load = n <= _WARM_MAX
+                    if load:
+                        self._names_warm = True
+                        names.update(self._con.execute("SELECT id, name FROM entities"))
+                        missing = [i for i in missing if i not in names]
                 for start in range(0, len(missing), 500):
                     chunk = missing[start:start + 500]
                     for eid, name in self._con.execute(
