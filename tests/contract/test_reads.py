@@ -51,6 +51,19 @@ def test_reads_are_ordered_by_valid_from_then_by_when_each_version_was_written(m
     assert [f.object for f in mem.current("Kai")] == expected
 
 
+def test_a_limited_read_of_one_predicate_is_not_cut_by_the_others(mem: Memory) -> None:
+    """The busy-entity cut-off for LIMITed reads is computed over all of a
+    subject's predicates; a read filtered to one predicate must not use it
+    (it would cut that predicate's rows at another predicate's starts)."""
+    for year in range(2001, 2011):
+        mem.add_fact("S", "a", f"A{year}", str(year))
+    for year in range(2020, 2031):
+        mem.add_fact("S", "b", f"B{year}", str(year))
+    assert [f.object for f in mem.facts("S", "b", limit=2)] == ["B2020", "B2021"]
+    assert [f.object for f in mem.facts("S", "b", as_of="2025", limit=3)] == ["B2020", "B2021", "B2022"]
+    assert [f.object for f in mem.facts("S", limit=2)] == ["A2001", "A2002"]
+
+
 def test_facts_in(graph: Memory) -> None:
     facts = graph.facts("Acme", direction="in")
     assert sorted(f.subject for f in facts) == ["Alice", "Bob"]
