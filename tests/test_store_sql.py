@@ -17,10 +17,13 @@ def test_cached_parameters_match_composed_sql_for_every_shape(tmp_path: Path) ->
     assert isinstance(store, SQLiteStore)
     checked = 0
     for subj, direction, pred, oid, olit, as_of, known, allv, overlap, fids, limit in itertools.product(
-        [None, [5], [5, 6]], ["out", "in", "both"], [None, [1], [1, 2]], [None, 7], [None, "s:x"],
+        [None, [5], [5, 6], "acme"], ["out", "in", "both"], [None, "ceo"], [None, 7], [None, "s:x"],
         [None, 100], [None, 200], [False, True], [None, (1, 9)], [None, ["a"]], [None, 3],
     ):
-        q = FactQuery(1, subj, pred, oid, olit, direction, as_of, known, allv, overlap, fids, limit)  # type: ignore[arg-type]
+        # a subject is given by ids or by a name key the SQL resolves
+        ids, key = (None, subj) if isinstance(subj, str) else (subj, None)
+        q = FactQuery(1, ids, oid, olit, direction, as_of, known, allv, overlap, fids, limit,  # type: ignore[arg-type]
+                      subject_key=key, predicate_key=pred)
         sql, params = store.read_sql(q)
         if sql.endswith("WHERE 0"):
             assert params == []

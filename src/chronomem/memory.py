@@ -494,7 +494,7 @@ class Memory(EvidenceMixin, IdentityMixin):
                 if object_id is None:
                     object_lit = encode_literal(object, self.tz)
         return FactQuery(
-            self._ns, subject_ids, None, object_id, object_lit, direction,  # type: ignore[arg-type]
+            self._ns, subject_ids, object_id, object_lit, direction,  # type: ignore[arg-type]
             as_of_us, known_us, all_versions, overlap, None, limit, subject_key, predicate_key,
         )
 

@@ -152,7 +152,6 @@ class FactQuery:
 
     ns_id: int
     subject_ids: Sequence[int] | None = None
-    predicate_ids: Sequence[int] | None = None
     object_id: int | None = None
     object_lit: str | None = None
     direction: Literal["out", "in", "both"] = "out"
@@ -165,7 +164,7 @@ class FactQuery:
     # a name key instead of ids: the read resolves it itself (``entity_keys``
     # / ``predicate_keys`` in ``ns_id``), in the snapshot of the facts it
     # reads, so it needs no name cache that another process could have made
-    # stale. Not together with ``subject_ids`` / ``predicate_ids``.
+    # stale. Not together with ``subject_ids``.
     subject_key: str | None = None
     predicate_key: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)

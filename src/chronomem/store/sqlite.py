@@ -491,7 +491,6 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
         # The SQL text depends only on the query's shape: build it once per shape.
         shape = (
             head, q.all_versions, q.known_at is None, q.as_of is None, q.overlap is None,
-            None if q.predicate_ids is None else len(q.predicate_ids),
             None if q.fact_ids is None else len(q.fact_ids),
             None if q.subject_ids is None else len(q.subject_ids),
             q.object_id is None, q.object_lit is None, q.direction, q.limit is None,
@@ -600,8 +599,6 @@ def _query_params(q: FactQuery) -> list[Any]:
         cparams += [q.as_of, q.as_of]
     if q.overlap is not None:
         cparams += [q.overlap[1], q.overlap[0]]
-    if q.predicate_ids is not None:
-        cparams += q.predicate_ids
     if q.predicate_key is not None:
         cparams += [q.ns_id, q.predicate_key]
     if q.fact_ids is not None:
