@@ -85,12 +85,12 @@ _new_fact = object.__new__
 _set_attr = object.__setattr__
 
 
-def _dt_of(us: int) -> _dt.datetime:
-    got = _DT_CACHE.get(us)
-    if got is None:
-        if len(_DT_CACHE) > 100_000:
-            _DT_CACHE.clear()
-        got = _DT_CACHE[us] = _EPOCH + us * _US
+def _new_dt(us: int) -> _dt.datetime:
+    """The datetime of ``us``, made and cached (the caller has looked in
+    ``_DT_CACHE`` already)."""
+    if len(_DT_CACHE) > 100_000:
+        _DT_CACHE.clear()
+    got = _DT_CACHE[us] = _EPOCH + us * _US
     return got
 
 
@@ -118,8 +118,8 @@ def _build_facts(rows: Sequence[Sequence[Any]], now: int, namespace: str, timezo
     ``complete`` (then a missing subject or predicate renders as "")."""
     ent = entity_names.get
     pred = predicate_names.get
-    dt = _dt_of
-    cached = _DT_CACHE.get  # tried inline first: most times repeat (days, one batch's system time)
+    dt = _new_dt
+    cached = _DT_CACHE.get  # most times repeat (days, one batch's system time)
     precs = _PRECS
     new = _new_fact
     set_ = _set_attr

@@ -470,7 +470,7 @@ class Memory(EvidenceMixin, IdentityMixin):
             raise InvalidInputError(f"direction must be one of {', '.join(_DIRECTIONS)}, not {direction!r}")
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
             raise InvalidInputError(f"limit must be a non-negative integer, not {limit!r}")
-        as_of_us = None if as_of is None else parse_time(as_of, "as_of", self.tz).us
+        as_of_us = self._instant(as_of, "as_of")
         known_us = self._known(known_at)
         # Names resolve inside the read's own SQL (in its snapshot, with no
         # cache another process could have made stale), except "as known
