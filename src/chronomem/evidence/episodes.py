@@ -22,7 +22,7 @@ from ..errors import ConfirmationRequiredError, ConflictError, InvalidInputError
 from ..models import Fact
 from ..store.base import EpisodeFilter, EpisodeRecord, EpisodeStore, EpisodeWriteTx, FactQuery, Store, WriteTx
 from ..timeutil import Precision, TimeLike, from_us, to_us
-from .embed import Embedder, default_embedder
+from .embed import EMBEDDERS, Embedder, embedder_for_model, get_embedder
 from .fusion import group_boost, relative_contributions, rrf_contributions
 from .lexical import cjk_bigrams, fts_query, query_terms
 from .models import (
@@ -170,10 +170,20 @@ class EvidenceMixin:
         return cast(EpisodeStore, store)
 
     # -- embedder ----------------------------------------------------------
-    def use_embedder(self, embedder: Embedder | None) -> None:
-        """Use ``embedder`` for new episodes and searches (``None``: lexical
-        only, no vectors). The default is the bundled MiniLM model, loaded on
-        first use. Vectors are stored per model name, never mixed."""
+    def use_embedder(self, embedder: Embedder | str | None) -> None:
+        """Use ``embedder`` for new episodes and searches: an :class:`Embedder`,
+        the short name of a built-in one (``"minilm"``, ``"bge-small"``,
+        ``"e5-multilingual"``: loaded on first use), ``"auto"`` (the default:
+        the built-in model this store's vectors were made with, else MiniLM)
+        or ``None`` (lexical only, no vectors). Vectors are stored per model
+        name, never mixed."""
+        if isinstance(embedder, str):
+            if embedder != "auto" and embedder not in EMBEDDERS:
+                raise InvalidInputError(
+                    f"unknown embedder {embedder!r}; expected auto, {', '.join(EMBEDDERS)} or None")
+            self._embedder_name: str | None = embedder
+            self._embedder_set = False
+            return
         if embedder is not None and not isinstance(embedder, Embedder):
             raise InvalidInputError("an embedder needs name, dim and embed(texts, kind)")
         self._embedder = embedder
@@ -183,9 +193,23 @@ class EvidenceMixin:
     def embedder(self) -> Embedder | None:
         """The embedder in use (``None`` when searches are lexical only)."""
         if not getattr(self, "_embedder_set", False):
-            self._embedder = default_embedder()
+            name = getattr(self, "_embedder_name", None) or "auto"
+            if name == "auto":
+                name = self._stored_embedder() or "minilm"
+            self._embedder = get_embedder(name)
             self._embedder_set = True
         return self._embedder
+
+    def _stored_embedder(self) -> str | None:
+        """The built-in embedder whose vectors this store holds (the most
+        recently registered such model), or ``None``."""
+        for _model_id, model, _dim in reversed(self._es.embedding_models()):
+            short = embedder_for_model(model)
+            if short is not None:
+                if short != "minilm":
+                    log.info("store vectors were made with %s: searching with %s", model, short)
+                return short
+        return None
 
     def _vector_cache(self) -> VectorCache:
         cache = getattr(self, "_vectors", None)
@@ -537,6 +561,12 @@ class EvidenceMixin:
         # releases the GIL) runs in a worker thread while SQLite ranks BM25
         emb = self.embedder if cfg.dense_weight > 0 else None
         model = self._es.embedding_model(emb.name) if emb is not None else None
+        if emb is not None and model is None and not getattr(self, "_warned_no_vectors", False):
+            others = [m for _i, m, _d in self._es.embedding_models()]
+            if others:  # the episodes were embedded with another model: say so once
+                self._warned_no_vectors = True
+                log.warning("the store has no %s vectors (it has: %s); searching lexically only. "
+                            "Open it with that embedder, or reindex", emb.name, ", ".join(others))
         slot = None
         qfuture: Future[Any] | None = None
         if emb is not None and model is not None:

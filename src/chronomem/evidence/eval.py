@@ -212,11 +212,13 @@ def run_locomo(
     candidates: list[str] = ["sample\tq\tview\tmode\trank\tdia_id\tscore\tgold"]
     misses: list[str] = ["sample\tq\tcategory\tquestion\tgold\tmissing\tmissing_text\ttop3"]
     timings = {"ingest_s": 0.0, "search_s": 0.0, "episodes": 0, "questions": 0, "searches": 0}
+    embedder_name: str | None = None
     for conv in data:
         sample = str(conv.get("sample_id") or f"conv{len(records)}")
         mem = open_memory(f"locomo:{sample}")
         emb = mem.embedder
         if emb is not None:
+            embedder_name = emb.name
             mem.use_embedder(QueryCache(emb))
         eps = locomo_episodes(conv)
         t0 = time.perf_counter()
@@ -268,7 +270,7 @@ def run_locomo(
             progress(f"{sample}: {timings['questions']} questions scored so far")
     summary = {
         "dataset": "locomo", "file": str(path), "conversations": len(data), "timings": timings,
-        "config": (config or SearchConfig()).to_dict(), "rows": _aggregate(records),
+        "embedder": embedder_name, "config": (config or SearchConfig()).to_dict(), "rows": _aggregate(records),
     }
     out = _write(out_dir, summary, candidates, misses)
     return EvalResult(summary, out)
@@ -324,11 +326,13 @@ def run_longmemeval(
     candidates = ["question_id\tmode\trank\tsession\tscore\tgold"]
     misses = ["question_id\ttype\tquestion\tgold\ttop3"]
     timings = {"ingest_s": 0.0, "search_s": 0.0, "episodes": 0, "questions": 0, "searches": 0}
+    embedder_name: str | None = None
     for idx, item in enumerate(data):
         qid = str(item.get("question_id", idx))
         mem = open_memory(f"lme:{qid}")
         emb = mem.embedder
         if emb is not None:
+            embedder_name = emb.name
             mem.use_embedder(QueryCache(emb))
         sids = item.get("haystack_session_ids") or [f"s{i}" for i in range(len(item["haystack_sessions"]))]
         dates = item.get("haystack_dates") or [None] * len(sids)
@@ -370,5 +374,6 @@ def run_longmemeval(
         if progress:
             progress(f"{qid}: {len(ids)} turns")
     summary = {"dataset": "longmemeval", "file": str(path), "items": len(data), "timings": timings,
-               "config": (config or SearchConfig()).to_dict(), "rows": _aggregate(records)}
+               "embedder": embedder_name, "config": (config or SearchConfig()).to_dict(),
+               "rows": _aggregate(records)}
     return EvalResult(summary, _write(out_dir, summary, candidates, misses))
