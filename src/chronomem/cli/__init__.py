@@ -21,6 +21,7 @@ from typing import Any
 import click
 
 from ..errors import ChronomemError
+from ..evidence.embed import EMBEDDERS
 from ._common import CliError, State
 
 __all__ = ["ChronomemGroup", "main"]
@@ -82,7 +83,7 @@ class ChronomemGroup(click.Group):
 @click.option("--timezone", envvar="CHRONOMEM_TIMEZONE", default="UTC", show_default=True,
               help="How times without an offset are read and how times are shown [env CHRONOMEM_TIMEZONE].")
 @click.option("--embedder", envvar="CHRONOMEM_EMBEDDER", default="auto", show_default=True,
-              type=click.Choice(["auto", "minilm", "bge-small", "e5-multilingual", "none"]),
+              type=click.Choice(["auto", *EMBEDDERS, "none"]),
               help="Sentence embedder for episodes and search: auto = the built-in model the store's vectors "
                    "were made with, else minilm; none = lexical only [env CHRONOMEM_EMBEDDER].")
 @click.option("-v", "--verbose", count=True, help="Log progress to stderr (-vv for debug).")

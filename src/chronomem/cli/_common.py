@@ -70,6 +70,11 @@ class State:
     _mem: Memory | None = None
 
     @property
+    def embedder_arg(self) -> str | None:
+        """``--embedder`` as ``chronomem.open`` takes it (``none``: ``None``)."""
+        return None if self.embedder == "none" else self.embedder
+
+    @property
     def db_path(self) -> str:
         return self.db or default_db()
 
@@ -87,7 +92,7 @@ class State:
                     "at an existing file"
                 )
             self._mem = chronomem.open(target, namespace=self.namespace, timezone=self.timezone,
-                                       embedder=None if self.embedder == "none" else self.embedder)
+                                       embedder=self.embedder_arg)
         return self._mem
 
     def close(self) -> None:

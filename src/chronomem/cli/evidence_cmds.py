@@ -248,10 +248,10 @@ def _eval_open(store: Path | None) -> tuple[Any, Any]:
         tmp = tempfile.TemporaryDirectory(prefix="chronomem-eval-")
         store = Path(tmp.name) / "eval.db"
     target = store
-    choice = state().embedder  # the group's --embedder
+    choice = state().embedder_arg  # the group's --embedder
 
     def open_memory(ns: str) -> Any:
-        return chronomem.open(target, namespace=ns, embedder=None if choice == "none" else choice)
+        return chronomem.open(target, namespace=ns, embedder=choice)
 
     return open_memory, tmp
 
