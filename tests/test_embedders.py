@@ -72,9 +72,10 @@ def test_missing_package_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> Non
         BgeSmallEmbedder()
 
 
-def test_a_store_is_searched_with_the_model_it_was_embedded_with(tmp_path: Path,
+def test_a_store_is_searched_with_the_model_it_was_embedded_with(store_url: str,
                                                                   caplog: pytest.LogCaptureFixture) -> None:
-    db = tmp_path / "bge.db"
+    """On every backend (``store_url``: a fresh SQLite file or PostgreSQL schema)."""
+    db = store_url
     with chronomem.open(db, embedder="bge-small") as m:
         ids = m.add_episodes(["The cat sat on the mat.", "Quarterly taxes are due on Friday."])
         assert m.evidence_stats()["models"] == {BGE: {"dim": 384, "vectors": 2}}
@@ -93,10 +94,10 @@ def test_a_store_is_searched_with_the_model_it_was_embedded_with(tmp_path: Path,
         assert [h.episode.id for h in m.search("taxes", view="raw")] == [ids[1]]
 
 
-def test_auto_prefers_the_newest_model_and_defaults_to_minilm(tmp_path: Path) -> None:
+def test_auto_prefers_the_newest_model_and_defaults_to_minilm(tmp_path: Path, store_url: str) -> None:
     with chronomem.open(tmp_path / "fresh.db") as m:
         assert m.embedder is not None and m.embedder.name == MINILM  # nothing stored yet
-    db = tmp_path / "both.db"
+    db = store_url
     with chronomem.open(db, embedder="minilm") as m:
         m.add_episode("The cat sat on the mat.")
     with chronomem.open(db, embedder="bge-small") as m:
