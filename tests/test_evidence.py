@@ -375,4 +375,48 @@ def test_very_common_terms_are_pruned_from_the_lexical_query(make_memory: Any) -
     assert [h.episode.text for h in hits] == ["common words and a rare zeppelin"]
     m.add_episode("another zeppelin")  # the cached frequencies follow new writes
     assert len(m.search("common zeppelin", config=cfg, view="raw")) == 2
+    # the postings budget: rarest first, as many terms as fit ("common" 7 + "words" 1 + "zeppelin" 2)
+    assert store.prune_common_terms(fts_query("common words zeppelin"), 0, 3) == '"words" OR "zeppelin"'
+    assert store.prune_common_terms(fts_query("common words zeppelin"), 0, 10) == '"common" OR "words" OR "zeppelin"'
+    assert store.prune_common_terms(fts_query("common chatter"), 0, 2) in ('"common"', '"chatter"')
+    assert store.prune_common_terms(fts_query("common zeppelin"), 0, 0) == '"common" OR "zeppelin"'
+    with pytest.raises(InvalidInputError, match="non-negative"):
+        SearchConfig(lexical_postings_budget=-1)
+    budget = dataclasses.replace(SearchConfig.preset("lexical"), lexical_df_cap=0, lexical_postings_budget=3)
+    assert {h.episode.text for h in m.search("common zeppelin", config=budget, view="raw")} == {
+        "common words and a rare zeppelin", "another zeppelin"}
     m.close()
+
+
+def test_pruned_query_keeps_the_rarest_terms_that_fit() -> None:
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from chronomem.store._baseepisodes import pruned_query
+
+    def q(terms: list[str]) -> str:
+        return " OR ".join(f'"{t}"' for t in terms)
+
+    terms = ["a", "b", "c", "d"]
+    assert pruned_query(q(terms), terms, [50, 5, 20, 1], cap=0, budget=26) == q(["b", "c", "d"])
+    assert pruned_query(q(terms), terms, [50, 5, 20, 1], cap=10, budget=0) == q(["b", "d"])
+    assert pruned_query(q(terms), terms, [50, 5, 20, 1], cap=0, budget=1) == q(["d"])
+    assert pruned_query(q(terms), terms, [50, 60, 70, 80], cap=10, budget=5) == q(["a"])  # the rarest stays
+    assert pruned_query(q(terms), terms, [1, 1, 1, 1], cap=0, budget=0) == q(terms)
+
+    @given(st.lists(st.integers(0, 1000), min_size=1, max_size=8), st.integers(0, 1500), st.integers(0, 3000))
+    def prop(counts: list[int], cap: int, budget: int) -> None:
+        names = [f"t{i}" for i in range(len(counts))]
+        out = pruned_query(q(names), names, counts, cap, budget)
+        kept = [t.strip('"') for t in out.split(" OR ")]
+        idx = [names.index(t) for t in kept]
+        assert idx == sorted(idx) and kept  # order kept, never empty
+        assert min(counts[i] for i in idx) == min(counts)  # a rarest term stays
+        dropped = set(range(len(names))) - set(idx)
+        if len(idx) > 1:
+            assert budget <= 0 or sum(counts[i] for i in idx) <= budget
+            assert cap <= 0 or max(counts[i] for i in idx) <= cap
+        # nothing dropped is rarer than something kept
+        assert all(counts[d] >= max(counts[i] for i in idx) for d in dropped)
+
+    prop()

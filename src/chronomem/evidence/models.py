@@ -157,6 +157,11 @@ class SearchConfig:
     * ``lexical_df_cap``: on large stores, query terms found in more than this
       many episodes are left out of the BM25 query (the rarest term always
       stays); 0 keeps every term.
+    * ``lexical_postings_budget``: then, rarest first, only the terms whose
+      summed episode counts fit in this budget stay (the rarest always does).
+      BM25 scores every episode that holds a query term, so this bounds its
+      cost whatever the store's size; the terms it drops are the question's
+      most common, which weigh least in BM25. 0 switches it off.
     * ``ann_threshold``: from this many vectors on, dense search uses the HNSW
       cache (with the optional ``hnswlib``) instead of the exact product.
     * ``dense_context``: weight of the neighbouring turns (same session) mixed
@@ -188,6 +193,7 @@ class SearchConfig:
     dense_context: float = 0.3
     ann_threshold: int = 50_000
     lexical_df_cap: int = 50_000
+    lexical_postings_budget: int = 20_000
     time_weight: float = 0.0
     time_half_life_days: float = 30.0
     mention_weight: float = 0.05
@@ -205,6 +211,8 @@ class SearchConfig:
             raise InvalidInputError(f"fusion_scale must be positive, not {self.fusion_scale!r}")
         if self.lexical_weight < 0 or self.dense_weight < 0:
             raise InvalidInputError("lexical_weight and dense_weight must be non-negative")
+        if self.lexical_df_cap < 0 or self.lexical_postings_budget < 0:
+            raise InvalidInputError("lexical_df_cap and lexical_postings_budget must be non-negative (0: off)")
         if self.session_weight < 0:
             raise InvalidInputError(f"session_weight must be non-negative, not {self.session_weight!r}")
         if isinstance(self.session_top, bool) or not isinstance(self.session_top, int) or self.session_top < 1:

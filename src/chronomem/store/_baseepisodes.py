@@ -46,15 +46,25 @@ def _rec(r: Sequence[Any]) -> EpisodeRecord:
     return EpisodeRecord(*r)
 
 
-def pruned_query(match: str, terms: Sequence[str], counts: Sequence[int], cap: int) -> str:
+def pruned_query(match: str, terms: Sequence[str], counts: Sequence[int], cap: int, budget: int = 0) -> str:
     """``match`` (quoted ``terms`` joined with OR) without the terms whose
-    episode count in ``counts`` is above ``cap``, keeping at least the rarest."""
-    keep = [t for t, n in zip(terms, counts) if n <= cap]
-    if not keep:
-        keep = [terms[min(range(len(terms)), key=counts.__getitem__)]]
+    episode count in ``counts`` is above ``cap``, and, with a ``budget``, only
+    as many of the rest, rarest first, as fit in ``budget`` postings (the
+    summed counts: what ranking the query costs). The rarest term always
+    stays; the kept terms keep their order. ``cap`` or ``budget`` <= 0: no
+    such limit."""
+    order = sorted(range(len(terms)), key=lambda i: (counts[i], i))
+    keep: list[int] = []
+    total = 0
+    for i in order:
+        n = counts[i]
+        if keep and ((cap > 0 and n > cap) or (budget > 0 and total + n > budget)):
+            break
+        keep.append(i)
+        total += n
     if len(keep) == len(terms):
         return match
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in keep)
+    return " OR ".join('"' + terms[i].replace('"', '""') + '"' for i in sorted(keep))
 
 
 class EpisodeSQL:

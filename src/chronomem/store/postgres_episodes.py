@@ -121,35 +121,37 @@ class PgEpisodeStoreMixin(BaseEpisodeStore):
     def _vector_bytes(self, stored: Any) -> bytes:
         return array("f", stored).tobytes()
 
-    def prune_common_terms(self, match: str, cap: int) -> str:
+    def prune_common_terms(self, match: str, cap: int, budget: int = 0) -> str:
         """Drop from an OR-query (as built by ``fts_query``) the terms that
-        occur in more than ``cap`` episodes, keeping at least the rarest one
-        (as the SQLite store does: ranking every episode that contains a very
-        common term is what makes full-text search slow on large stores).
-        Counts stop at ``cap + 1`` and are cached per term: a count above the
-        cap stays above it while episodes are added, smaller ones are read
-        again when the episode generation moves."""
+        occur in more than ``cap`` episodes, then the most common of the rest
+        until their summed counts fit in ``budget``, keeping at least the
+        rarest term (as the SQLite store does: ranking every episode that
+        contains a common term is what makes full-text search slow on large
+        stores). Counts stop at ``max(cap, budget) + 1`` and are cached per
+        term: a count above that stays above it while episodes are added,
+        smaller ones are read again when the episode generation moves."""
         terms = tsquery_terms(match)
-        if len(terms) < 2 or cap <= 0:
+        if len(terms) < 2 or (cap <= 0 and budget <= 0):
             return match
+        bound = max(cap, budget)
         cache: dict[str, tuple[int, int]] = self.__dict__.setdefault("_df_cache", {})
         gen = self.episode_generation()
         df: list[int] = []
         with self._conn() as conn:
             for term in terms:
                 got = cache.get(term)
-                if got is not None and (got[1] == gen or got[0] > cap):
+                if got is not None and (got[1] == gen or got[0] > bound):
                     n = got[0]
                 else:
                     row = conn.execute(
                         "SELECT count(*) FROM (SELECT 1 FROM episodes_fts "
                         "WHERE tsv @@ plainto_tsquery('simple', %s) LIMIT %s) s",
-                        (term, cap + 1),
+                        (term, bound + 1),
                     ).fetchone()
                     n = int(row[0]) if row else 0
                     cache[term] = (n, gen)
                 df.append(n)
-        return pruned_query(match, terms, df, cap)
+        return pruned_query(match, terms, df, cap, budget)
 
     def lexical_search(self, match: str, f: EpisodeFilter, limit: int,
                        weights: tuple[float, float, float, float]) -> list[tuple[int, float]]:

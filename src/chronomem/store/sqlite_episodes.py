@@ -69,14 +69,16 @@ class EpisodeStoreMixin(BaseEpisodeStore):
     def _vector_bytes(self, stored: Any) -> bytes:
         return bytes(stored)
 
-    def prune_common_terms(self, match: str, cap: int) -> str:
+    def prune_common_terms(self, match: str, cap: int, budget: int = 0) -> str:
         """Drop from an OR-query (as built by ``fts_query``) the terms that
-        occur in more than ``cap`` episodes, keeping at least the rarest one.
-        Scoring every episode that contains a very common term is what makes
-        BM25 slow on large stores, and such terms barely move BM25 anyway.
-        Document frequencies come from ``fts5vocab`` (cached per term)."""
+        occur in more than ``cap`` episodes, then the most common of the rest
+        until their summed episode counts fit in ``budget``, keeping at least
+        the rarest term (:func:`pruned_query`). Scoring every episode that
+        contains a common term is what makes BM25 slow on large stores, and
+        such terms barely move BM25 anyway. Document frequencies come from
+        ``fts5vocab`` (cached per term)."""
         terms = [t[1:-1].replace('""', '"') for t in match.split(" OR ")]
-        if len(terms) < 2 or cap <= 0:
+        if len(terms) < 2 or (cap <= 0 and budget <= 0):
             return match
         with self._lock:
             con = self._con
@@ -102,7 +104,7 @@ class EpisodeStoreMixin(BaseEpisodeStore):
                     n = int(row[0]) if row else 0
                     self._df_cache[token] = (n, gen)
                 df[int(doc)] = max(df.get(int(doc), 0), n)
-        return pruned_query(match, terms, [df.get(i + 1, 0) for i in range(len(terms))], cap)
+        return pruned_query(match, terms, [df.get(i + 1, 0) for i in range(len(terms))], cap, budget)
 
     def lexical_search(self, match: str, f: EpisodeFilter, limit: int,
                        weights: tuple[float, float, float, float]) -> list[tuple[int, float]]:
