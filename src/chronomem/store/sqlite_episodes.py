@@ -75,7 +75,7 @@ class EpisodeStoreMixin(BaseEpisodeStore):
         until their summed episode counts fit in ``budget``, keeping at least
         the rarest term (:func:`pruned_query`). Scoring every episode that
         contains a common term is what makes BM25 slow on large stores, and
-        such terms barely move BM25 anyway. Document frequencies come from
+        such terms weigh least in BM25. Document frequencies come from
         ``fts5vocab`` (cached per term)."""
         terms = [t[1:-1].replace('""', '"') for t in match.split(" OR ")]
         if len(terms) < 2 or (cap <= 0 and budget <= 0):
