@@ -20,14 +20,13 @@ CREATE TABLE entities_0004 (
 INSERT INTO entities_0004 (id, ns_id, key, name, type, properties, created_at)
     SELECT id, ns_id, key, name, type, properties, created_at FROM entities ORDER BY id;
 -- ids erased before this migration may have been the highest: start past
--- the highest id any fact, key or operation still mentions
+-- the highest id any entity, key or fact still mentions (copying the rows
+-- above made the sequence row unless the table was empty)
 INSERT INTO sqlite_sequence (name, seq)
-    SELECT 'entities_0004', max(coalesce((SELECT max(id) FROM entities), 0),
-                                coalesce((SELECT max(entity_id) FROM entity_keys), 0),
-                                coalesce((SELECT max(subject_id) FROM facts), 0),
-                                coalesce((SELECT max(object_id) FROM facts), 0))
-    WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'entities_0004');
-UPDATE sqlite_sequence SET seq = max(seq, coalesce((SELECT max(subject_id) FROM facts), 0),
+    SELECT 'entities_0004', 0 WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'entities_0004');
+UPDATE sqlite_sequence SET seq = max(seq, coalesce((SELECT max(id) FROM entities), 0),
+                                     coalesce((SELECT max(entity_id) FROM entity_keys), 0),
+                                     coalesce((SELECT max(subject_id) FROM facts), 0),
                                      coalesce((SELECT max(object_id) FROM facts), 0))
     WHERE name = 'entities_0004';
 DROP TABLE entities;
