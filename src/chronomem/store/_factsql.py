@@ -33,6 +33,11 @@ SELECT_READ = "SELECT " + ", ".join("f." + c for c in READ_COLUMNS) + " FROM fac
 InClause = Callable[[str, Sequence[Any], list[Any]], str]
 
 
+def entity_by_key(ph: str) -> str:
+    """The id of the entity a name key names in a namespace (parameters: ns_id, key)."""
+    return f"SELECT entity_id FROM entity_keys WHERE ns_id = {ph} AND key = {ph}"
+
+
 def caller_sorts(q: FactQuery) -> bool:
     """Whether a backend may run ``q`` without ``ORDER BY`` and sort the rows
     itself (by ``valid_from, rowid``): one entity's outgoing facts, no LIMIT.
@@ -90,7 +95,7 @@ def compose_fact_sql(q: FactQuery, head: str, union_order: str, ph: str, in_: In
         """``column`` is the query's entity (its ids, or the one its key names)."""
         if q.subject_key is not None:
             params += [q.ns_id, q.subject_key]
-            return f"{column} = (SELECT entity_id FROM entity_keys WHERE ns_id = {ph} AND key = {ph})"
+            return f"{column} = ({entity_by_key(ph)})"
         assert q.subject_ids is not None
         return in_(column, q.subject_ids, params)
 
@@ -173,8 +178,7 @@ def limit_cutoff(q: FactQuery, execute: Callable[[str, list[Any]], Sequence[Sequ
     if q.subject_ids is not None:
         sid = q.subject_ids[0]
     else:
-        got = execute(f"SELECT entity_id FROM entity_keys WHERE ns_id = {ph} AND key = {ph}",
-                      [q.ns_id, q.subject_key])
+        got = execute(entity_by_key(ph), [q.ns_id, q.subject_key])
         if not got:
             return None
         sid = int(got[0][0])
