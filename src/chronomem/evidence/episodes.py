@@ -569,8 +569,8 @@ class EvidenceMixin:
             if cfg.lexical_weight > 0:
                 match = fts_query(query)
                 if match is not None:
-                    if cfg.lexical_df_cap > 0 or cfg.lexical_postings_budget > 0:
-                        match = self._es.prune_common_terms(match, cfg.lexical_df_cap, cfg.lexical_postings_budget)
+                    # (the store returns the query as it is when neither limit is set)
+                    match = self._es.prune_common_terms(match, cfg.lexical_df_cap, cfg.lexical_postings_budget)
                     lexical = self._es.lexical_search(match, f, pool, cfg.bm25_weights)
         finally:
             if qfuture is not None:
