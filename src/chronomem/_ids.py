@@ -41,6 +41,19 @@ def _reserve(n: int) -> tuple[int, int]:
         return _last_ms, start
 
 
+def _after_fork_in_child() -> None:
+    """A forked child shares the parent's counter: jump it ahead by a random
+    step, so the two never make the same id (and the child's still sort
+    after the ones it inherited)."""
+    global _counter, _lock
+    _lock = threading.Lock()
+    _counter += 1 + (int.from_bytes(os.urandom(6), "big") << 16)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def _format(ms: int, rand: int) -> str:
     h = "%032x" % ((ms << 80) | _VERSION | ((rand >> 62) << 64) | _VARIANT | (rand & _MASK62))
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"

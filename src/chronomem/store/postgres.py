@@ -35,6 +35,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..errors import MissingExtraError, SchemaVersionError, StoreError
 from ..timeutil import MAX_US, SystemClock, from_us, peek_clock, to_us
+from . import _fork
 from .base import EntityRecord, EpisodeStore, FactQuery, PredicateRecord, Row
 from ._basestore import RowReadsMixin, StoreSQL
 from ._basetx import RAW_COLS
@@ -144,6 +145,8 @@ class PostgresStore(RowReadsMixin, PgEpisodeStoreMixin):
         # every system time up to this one is final (see settle)
         self._settled = -(2**63)
         self._closed = False
+        self._foreign_of: int | None = None  # set in a forked child (see _fork)
+        _fork.track(self)
 
     # -- lifecycle ------------------------------------------------------
     def _migrate(self, conn: Any, schema: str | None) -> None:
@@ -217,7 +220,25 @@ class PostgresStore(RowReadsMixin, PgEpisodeStoreMixin):
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            self._pool.close()
+            if self._foreign_of is None:  # the parent's pool is not this process's to close
+                self._pool.close()
+
+    # -- fork (see _fork): a child never uses, closes or finalizes the
+    # parent's pool; its sockets and threads are the parent's
+    def _before_fork(self) -> None:
+        return None
+
+    def _after_fork_parent(self) -> None:
+        return None
+
+    def _after_fork_child(self, parent_pid: int) -> None:
+        if self._closed:
+            return
+        _fork.keep(self._pool)
+        self._foreign_of = parent_pid
+        self._pool = _fork.Foreign(parent_pid)  # type: ignore[assignment]
+        self._local = threading.local()  # the parent's open transaction is not ours
+        self._write_lock = threading.RLock()
 
     @contextmanager
     def _errors(self) -> Iterator[None]:

@@ -18,6 +18,7 @@ import logging
 import os
 import sqlite3
 import threading
+import weakref
 from contextlib import contextmanager
 from operator import itemgetter
 from pathlib import Path
@@ -25,6 +26,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from ..errors import SchemaVersionError, StoreError, StoreLockedError
 from ..timeutil import MAX_US, SystemClock, from_us, peek_clock, to_us
+from . import _fork
 from .base import READ_COLUMNS, EntityRecord, FactQuery, PredicateRecord, Row
 from ._basestore import RowReadsMixin, StoreSQL
 from ._factsql import SELECT_FACT, SELECT_READ, caller_sorts, compose_fact_sql, cutoff_shape, limit_cutoff
@@ -72,37 +74,28 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
             parent = Path(path).expanduser().resolve().parent
             if not parent.exists():
                 parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self._con = sqlite3.connect(
-                path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
-            )
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open SQLite database {path!r}: {exc}") from None
         self._busy_ms = int(busy_timeout * 1000)
         if durability not in ("normal", "full"):
             raise StoreError(f"durability must be 'normal' or 'full', not {durability!r}")
         self.durability = durability
-        con = self._con
-        try:
-            con.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
-            if path != ":memory:":
-                con.execute("PRAGMA journal_mode = WAL")
-            con.execute(f"PRAGMA synchronous = {'FULL' if durability == 'full' else 'NORMAL'}")
-            con.execute("PRAGMA foreign_keys = OFF")
-            con.execute("PRAGMA cache_size = -65536")
-            con.execute("PRAGMA mmap_size = 1073741824")
-            con.execute("PRAGMA temp_store = MEMORY")
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"{path!r} is not a usable SQLite database: {exc}") from None
+        self._con = self._connect()
         self._checkpointer: _Checkpointer | None = None
         if path != ":memory:":
             # The writer never checkpoints (that is where SQLite fsyncs in WAL
             # mode); a background thread with its own connection does.
-            con.execute("PRAGMA wal_autocheckpoint = 0")
             self._checkpointer = _Checkpointer(path, self._busy_ms)
+            # a store dropped without close() stops its thread too
+            weakref.finalize(self, self._checkpointer.stop_soon)
+        # set while a fork is under way (see _fork): whether this store's
+        # lock was taken and its connection closed for it
+        self._fork_held = False
+        self._fork_closed = False
+        # the pid of the process that opened this store, once a fork made
+        # this copy foreign (then every use raises StoreError)
+        self._foreign_of: int | None = None
         # the read path's cursor (used under self._lock; a new cursor per
         # statement costs more than the statement's own overhead)
-        self._read_cur = con.cursor()
+        self._read_cur = self._con.cursor()
         self._entity_cache: dict[tuple[int, str], int] = {}
         self._pred_cache: dict[tuple[int, str], PredicateRecord] = {}
         self._pred_by_id: dict[int, PredicateRecord] = {}
@@ -122,8 +115,73 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
         self._names: dict[int, str] = {}
         self._pred_names: dict[int, str] = {}
         self._migrate()
+        _fork.track(self)
 
     # -- lifecycle ------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        """A new connection with this store's settings."""
+        path = self.path
+        try:
+            con = sqlite3.connect(path, timeout=self._busy_ms / 1000, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open SQLite database {path!r}: {exc}") from None
+        try:
+            con.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
+            if path != ":memory:":
+                con.execute("PRAGMA journal_mode = WAL")
+                con.execute("PRAGMA wal_autocheckpoint = 0")  # the checkpointer thread does it
+            con.execute(f"PRAGMA synchronous = {'FULL' if self.durability == 'full' else 'NORMAL'}")
+            con.execute("PRAGMA foreign_keys = OFF")
+            con.execute("PRAGMA cache_size = -65536")
+            con.execute("PRAGMA mmap_size = 1073741824")
+            con.execute("PRAGMA temp_store = MEMORY")
+            con.execute("PRAGMA secure_delete = ON")  # deleted content is zeroed in the file (erasure)
+        except sqlite3.DatabaseError as exc:
+            con.close()
+            raise StoreError(f"{path!r} is not a usable SQLite database: {exc}") from None
+        return con
+
+    # -- fork (see _fork: the child must inherit no SQLite file state) ----
+    def _before_fork(self) -> None:
+        if self._foreign_of is not None or self.path == ":memory:":
+            return
+        # wait for this store's SQLite calls in flight (a write holds the lock
+        # for its whole transaction), at most as long as a writer would
+        self._fork_held = self._lock.acquire(timeout=self._busy_ms / 1000)
+        if not self._fork_held:
+            log.warning("fork: %s stayed busy for %.0f s; the child must not open it", self.path,
+                        self._busy_ms / 1000)
+            return
+        if self._con.in_transaction:  # the forking thread is inside a transaction of ours
+            log.warning("fork inside a transaction on %s: the child must not open it", self.path)
+            return
+        self._read_cur.close()
+        self._con.close()
+        self._fork_closed = True
+
+    def _after_fork_parent(self) -> None:
+        try:
+            if self._fork_closed:
+                self._con = self._connect()
+                self._read_cur = self._con.cursor()
+                self._data_version = -1  # a new connection counts from its own start
+        finally:
+            self._fork_closed = False
+            if self._fork_held:
+                self._fork_held = False
+                self._lock.release()
+
+    def _after_fork_child(self, parent_pid: int) -> None:
+        if self._foreign_of is not None:
+            return
+        if not self._fork_closed:
+            _fork.keep(self._con, self._read_cur)  # never finalized here
+        self._con = self._read_cur = _fork.Foreign(parent_pid)  # type: ignore[assignment]
+        self._checkpointer = None
+        self._foreign_of = parent_pid
+        self._fork_closed = self._fork_held = False
+        self._lock = threading.RLock()
+
     def _migrate(self) -> None:
         migrations = load_migrations("sqlite")
         with self._lock:
@@ -160,6 +218,8 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
         return int(row[0] or 0)
 
     def close(self) -> None:
+        if self._foreign_of is not None:
+            return  # the parent's: nothing of it is this process's to close
         if self._checkpointer is not None:
             self._checkpointer.stop()
             self._checkpointer = None

@@ -9,6 +9,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..timeutil import MAX_US
+from . import _fork
 from ._basetx import BaseTx, TxSQL, fact_values
 from .base import PredicateRecord, Row
 from .sqlite_episodes import EpisodeTxMixin
@@ -170,6 +171,12 @@ class _Checkpointer:
         self._busy_ms = busy_ms
         self._interval = interval
         self._min_pages = min_pages
+        self._final = True  # a TRUNCATE when it stops (not when a fork pauses it)
+        self._resume = False
+        self._start()
+        _fork.track(self)
+
+    def _start(self) -> None:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="chronomem-checkpoint", daemon=True)
         self._thread.start()
@@ -193,17 +200,41 @@ class _Checkpointer:
                     last = log_pages
                 except sqlite3.Error as exc:
                     log.debug("checkpoint skipped: %s", exc)
-            try:
-                con.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
-                con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            except sqlite3.Error as exc:  # pragma: no cover
-                log.debug("final checkpoint skipped: %s", exc)
+            if self._final:
+                try:
+                    con.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
+                    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                except sqlite3.Error as exc:  # pragma: no cover
+                    log.debug("final checkpoint skipped: %s", exc)
         finally:
             con.close()
 
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=30)
+
+    def stop_soon(self) -> None:
+        """Stop without waiting (the store was dropped without ``close()``)."""
+        self._stop.set()
+
+    # -- fork: the thread and its connection must not be mid-call or open
+    # when the process forks (see _fork); it resumes in the parent only
+    def _before_fork(self) -> None:
+        self._resume = not self._stop.is_set()
+        if self._thread.is_alive():
+            self._final = False
+            self._stop.set()
+            self._thread.join()
+            self._final = True
+
+    def _after_fork_parent(self) -> None:
+        if self._resume:
+            self._start()
+        self._resume = False
+
+    def _after_fork_child(self, parent_pid: int) -> None:
+        self._stop.set()  # the parent's thread: never restarted here
+        self._resume = False
 
 
 def _in(column: str, values: Sequence[Any]) -> str:
