@@ -92,7 +92,9 @@ def pg_schema_url(request: pytest.FixtureRequest) -> str:
         _FREE_PG_SCHEMAS.append(name)
 
     request.addfinalizer(release)
-    # tests need no durability: skip the WAL flush on commit
+    # tests need no durability: synchronous_commit=off in the URL, which the
+    # default durability follows (as durability="async"; docs/postgres.md,
+    # "Durability"); tests/test_pg_crash.py tests the flush
     return f"{base}{'&' if '?' in base else '?'}schema={name}&options=-c%20synchronous_commit%3Doff"
 
 

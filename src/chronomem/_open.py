@@ -15,6 +15,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["open", "open_store_at", "resolve_url"]
 
+SQLITE_DURABILITY = ("normal", "full")
+
 
 def resolve_url(target: str | os.PathLike[str]) -> tuple[str, str]:
     """Return ``(backend, location)`` for a path or URL."""
@@ -53,6 +55,13 @@ def open(
     or (with the ``postgres`` extra) ``postgresql://user@host/db[?schema=name]``.
     ``timezone`` is how times without an offset are read (default UTC);
     ``clock`` supplies system time (tests pass a :class:`FakeClock`).
+    ``durability``: on SQLite ``"normal"`` or ``"full"`` (``synchronous=NORMAL``
+    or ``FULL``); on PostgreSQL ``"normal"`` (a write returns once the server
+    has flushed its commit, as the session's ``synchronous_commit`` says:
+    ``on`` unless the server, database, role or URL turns it off), ``"full"``
+    (flushed even then) or ``"async"`` (a server crash may lose the last
+    acknowledged writes; ``docs/postgres.md``, "Durability"). Any other value
+    raises :class:`InvalidInputError`.
     ``embedder`` (evidence memory) is ``"auto"`` (the built-in model the
     store's vectors were made with, else MiniLM), a built-in name
     (``"minilm"``, ``"bge-small"``, ``"e5-multilingual"``), an
@@ -83,7 +92,12 @@ def open_store_at(
     if backend == "sqlite":
         from .store.sqlite import SQLiteStore
 
+        if durability not in SQLITE_DURABILITY:
+            raise InvalidInputError(
+                f"durability must be 'normal' or 'full' on SQLite, not {durability!r}"
+                + (" ('async' is PostgreSQL's)" if durability == "async" else "")
+            )
         return SQLiteStore(location, clock=clock, durability=durability, busy_timeout=busy_timeout)
     from .store import open_store
 
-    return open_store(location, clock=clock)
+    return open_store(location, clock=clock, durability=durability)

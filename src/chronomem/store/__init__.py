@@ -10,10 +10,11 @@ from .base import Store
 __all__ = ["Store", "open_store"]
 
 
-def open_store(url: str, *, clock: Any = None) -> Store:
-    """Open a server-backed store by URL."""
+def open_store(url: str, *, clock: Any = None, durability: str = "normal") -> Store:
+    """Open a server-backed store by URL (``durability``: see
+    ``docs/postgres.md``, "Durability")."""
     if url.startswith(("postgresql://", "postgres://")):
         from .postgres import PostgresStore
 
-        return PostgresStore(url, clock=clock)
+        return PostgresStore(url, clock=clock, durability=durability)
     raise InvalidInputError(f"unsupported store URL {url!r}")

@@ -31,7 +31,7 @@ import re
 import threading
 from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from ..errors import MissingExtraError, SchemaVersionError, StoreError
 from ..timeutil import MAX_US, SystemClock, from_us, peek_clock, to_us
@@ -78,7 +78,8 @@ def split_schema(url: str) -> tuple[str, str | None]:
             rest.append((k, v))
     if schema is not None and not _SCHEMA_RE.fullmatch(schema):
         raise StoreError(f"schema name {schema!r} must be letters, digits and underscores")
-    return urlunsplit(parts._replace(query=urlencode(rest))), schema
+    # quote (not quote_plus): libpq reads "+" literally, so "-c%20x=y" must stay "%20"
+    return urlunsplit(parts._replace(query=urlencode(rest, quote_via=quote))), schema
 
 
 def _redact(url: str) -> str:
@@ -105,19 +106,29 @@ class PostgresStore(RowReadsMixin, PgEpisodeStoreMixin):
     _rows_sql = StoreSQL("%s")
     pgvector = False
 
-    def __init__(self, url: str, *, clock: Any = None, pool_size: int = 4, connect_timeout: float = 10.0) -> None:
+    def __init__(self, url: str, *, clock: Any = None, pool_size: int = 4, connect_timeout: float = 10.0,
+                 durability: str = "normal") -> None:
         psycopg = _psycopg()
         from psycopg_pool import ConnectionPool
 
+        from .postgres_tx import CAN_EMIT_SQL, CommitPlan, check_durability
+
+        check_durability(durability)  # before connecting
+        self.durability = durability
         self._psycopg = psycopg
         conninfo, schema = split_schema(url)
         self.schema = schema
         self.url = _redact(url)
         self._clock = clock or SystemClock()
         kwargs: dict[str, Any] = {"autocommit": True, "connect_timeout": max(1, int(connect_timeout))}
+        # the URL's options (e.g. -c synchronous_commit=off, which "normal"
+        # durability follows) as a parameter: split_schema re-encodes a
+        # space as "+", which libpq does not decode
+        options = dict(parse_qsl(urlsplit(conninfo).query)).get("options", "")
         if schema is not None:
-            options = dict(parse_qsl(urlsplit(conninfo).query)).get("options", "")
-            kwargs["options"] = f"{options} -c search_path={schema},public".strip()
+            options = f"{options} -c search_path={schema},public".strip()
+        if options:
+            kwargs["options"] = options
         try:
             first = psycopg.connect(conninfo, **kwargs)
         except psycopg.Error as exc:
@@ -125,8 +136,14 @@ class PostgresStore(RowReadsMixin, PgEpisodeStoreMixin):
             raise StoreError(f"cannot connect to PostgreSQL at {_redact(conninfo)}: {msg}") from None
         try:
             self._migrate(first, schema)
+            # how writes commit (CommitPlan): the synchronous_commit that the
+            # server, database, role or URL options set (the same on every
+            # connection of the pool), which "normal" follows
+            with self._errors():
+                row = first.execute(f"SELECT current_setting('synchronous_commit'), ({CAN_EMIT_SQL})").fetchone()
         finally:
             first.close()
+        self.commit_plan = CommitPlan(durability, str(row[0]), bool(row[1]))
         self._pool = ConnectionPool(
             conninfo, min_size=1, max_size=max(1, pool_size), kwargs=kwargs, open=False,
             name=f"chronomem-{schema or 'default'}", timeout=max(connect_timeout, 30.0),
