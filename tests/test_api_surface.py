@@ -26,7 +26,7 @@ EXPECTED_ALL = {
     "ChronomemError", "InvalidInputError", "InvalidTimeError", "InvalidIntervalError", "InvalidNameError",
     "CardinalityError", "NotFoundError", "FactNotFoundError", "EntityNotFoundError", "PredicateNotFoundError",
     "ConflictError", "AliasConflictError", "ConfirmationRequiredError", "StoreError", "SchemaVersionError",
-    "StoreLockedError", "MissingExtraError",
+    "StoreLockedError", "MissingExtraError", "ExportVersionError",
 }
 
 MEMORY_METHODS = {
@@ -84,7 +84,7 @@ def test_every_error_derives_from_chronomem_error() -> None:
 def test_error_tree_shape() -> None:
     e = chronomem
     invalid: list[type[Exception]] = [e.InvalidTimeError, e.InvalidIntervalError, e.InvalidNameError,
-                                      e.CardinalityError]
+                                      e.CardinalityError, e.ExportVersionError]
     for sub in invalid:
         assert issubclass(sub, e.InvalidInputError)
     missing: list[type[Exception]] = [e.FactNotFoundError, e.EntityNotFoundError, e.PredicateNotFoundError]

@@ -36,7 +36,9 @@ class ImportResult:
     handed to :meth:`Memory.add_facts`; ``facts`` the distinct facts they
     became (duplicates and overlaps coalesce); ``skipped`` invalid rows, whose
     first messages are in ``errors``. A restored export fills ``entities``,
-    ``predicates``, ``versions``, ``sources`` and ``operations`` instead."""
+    ``predicates``, ``versions``, ``sources``, ``operations``, ``episodes``
+    (with their content), ``tombstones`` (erased episodes) and ``vectors``
+    instead."""
 
     format: str
     rows: int = 0
@@ -49,6 +51,9 @@ class ImportResult:
     versions: int = 0
     sources: int = 0
     operations: int = 0
+    episodes: int = 0
+    tombstones: int = 0
+    vectors: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

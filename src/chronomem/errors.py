@@ -8,7 +8,8 @@
     │   ├── InvalidTimeError         a time value that cannot be read
     │   ├── InvalidIntervalError     valid_to <= valid_from, or an empty interval
     │   ├── InvalidNameError         an empty / unusable entity or predicate name
-    │   └── CardinalityError         a write that would break a predicate's cardinality
+    │   ├── CardinalityError         a write that would break a predicate's cardinality
+    │   └── ExportVersionError       an export's format_version this chronomem cannot read
     ├── NotFoundError                (also a LookupError)
     │   ├── FactNotFoundError
     │   ├── EntityNotFoundError
@@ -31,6 +32,7 @@ __all__ = [
     "ConfirmationRequiredError",
     "ConflictError",
     "EntityNotFoundError",
+    "ExportVersionError",
     "FactNotFoundError",
     "InvalidInputError",
     "InvalidIntervalError",
@@ -82,6 +84,24 @@ class InvalidNameError(InvalidInputError):
 
 class CardinalityError(InvalidInputError):
     """The write would leave two values of a single-valued predicate valid at once."""
+
+
+class ExportVersionError(InvalidInputError):
+    """An export file's ``format_version`` is not one this chronomem reads
+    (usually: it was written by a newer chronomem). Raised before anything
+    is written. ``field`` is ``"format_version"``, ``version`` the value the
+    file has and ``supported`` the versions this chronomem reads."""
+
+    def __init__(self, version: object, supported: tuple[int, ...]) -> None:
+        self.field = "format_version"
+        self.version = version
+        self.supported = supported
+        known = ", ".join(map(str, supported))
+        if isinstance(version, int) and not isinstance(version, bool) and version > max(supported):
+            why = f"it was written by a newer chronomem (this one reads versions {known}); upgrade chronomem"
+        else:
+            why = f"this chronomem reads versions {known}"
+        super().__init__(f"unsupported export format version: format_version is {version!r}; {why}")
 
 
 class NotFoundError(ChronomemError, LookupError):

@@ -113,8 +113,8 @@ def import_cmd(file: Path, fmt: str | None, mapping: tuple[str, ...], no_header:
     def human(con: Console) -> None:
         if result.format == "export":
             con.print(f"restored {plural(result.versions, 'fact version')} ({plural(result.facts, 'fact')}), "
-                      f"{result.entities:,} entities, "
-                      f"{plural(result.predicates, 'predicate')} into namespace {mem.namespace!r}")
+                      f"{result.entities:,} entities, {plural(result.predicates, 'predicate')} and "
+                      f"{plural(result.episodes + result.tombstones, 'episode')} into namespace {mem.namespace!r}")
         else:
             con.print(f"imported {result.added:,} of {plural(result.rows, 'row')} as {plural(result.facts, 'fact')}")
         if result.skipped:
@@ -140,9 +140,12 @@ def _umask() -> int:
 def export_cmd(file: str) -> None:
     """Write the namespace to FILE as JSONL (a lossless backup; '-' for stdout).
 
-    Every fact version is kept with both time axes, and the merges: `chronomem
-    import FILE` into an empty namespace gives the same answers at any valid
-    and system time, and `unmerge` works there by the original operation id.
+    Every fact version is kept with both time axes, the merges and every
+    episode (text, times, mentions, supersessions, erasure tombstones and
+    vectors): `chronomem import FILE` into an empty namespace gives the same
+    facts, history, episodes, search and recall answers at any valid and
+    system time, without re-embedding, and `unmerge` works there by the
+    original operation id.
     """
     st = state()
     mem = st.memory(create=False)
@@ -150,7 +153,8 @@ def export_cmd(file: str) -> None:
         if st.json:
             raise InvalidInputError("--json cannot be combined with exporting to stdout ('-')")
         result = cio.export_jsonl(mem, sys.stdout)
-        console(stderr=True).print(f"exported {plural(result.versions, 'fact version')}")
+        console(stderr=True).print(f"exported {plural(result.versions, 'fact version')} and "
+                                   f"{plural(result.episodes + result.tombstones, 'episode')}")
         return
     target = Path(file)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent.resolve())
@@ -165,7 +169,8 @@ def export_cmd(file: str) -> None:
         raise
     emit(result.to_dict(), lambda con: con.print(
         f"exported {plural(result.versions, 'fact version')}, {result.entities:,} entities, "
-        f"{plural(result.predicates, 'predicate')} and {plural(result.sources, 'source')} to {file}"))
+        f"{plural(result.predicates, 'predicate')}, {plural(result.sources, 'source')} and "
+        f"{plural(result.episodes + result.tombstones, 'episode')} to {file}"))
 
 
 def register(main: click.Group) -> None:

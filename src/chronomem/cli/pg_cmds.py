@@ -30,8 +30,9 @@ def copy_cmd(src: str, dst: str, only: tuple[str, ...]) -> None:
     `chronomem copy memory.db postgresql://me@db-host/team`.
 
     Both time axes, fact ids and versions, provenance, entities with their
-    aliases, predicates, merges (so `unmerge` works in DST) and episodes with
-    their vectors are copied as stored; every copied namespace must be empty
+    aliases, predicates, merges (so `unmerge` works in DST) and episodes
+    (times, mentions, supersessions, erasure tombstones, vectors) are copied
+    as stored, as `export` writes them; every copied namespace must be empty
     in DST. The erasure log is not copied.
     """
     from .._open import open_store_at
@@ -56,7 +57,8 @@ def copy_cmd(src: str, dst: str, only: tuple[str, ...]) -> None:
             ("from", source.url), ("to", target.url), ("namespaces", ", ".join(result.namespaces) or "none"),
             ("entities", str(result.entities)), ("predicates", str(result.predicates)),
             ("facts", str(result.facts)), ("versions", str(result.versions)), ("sources", str(result.sources)),
-            ("episodes", str(result.episodes)), ("vectors", str(result.vectors)),
+            ("episodes", str(result.episodes)), ("erased episodes", str(result.tombstones)),
+            ("vectors", str(result.vectors)),
             ("merges", str(result.operations)),
         ]))
 

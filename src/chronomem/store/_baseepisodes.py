@@ -101,6 +101,11 @@ class EpisodeSQL:
         self.embedding_model = f"SELECT id, dim FROM embedding_models WHERE name = {ph}"
         self.insert_embedding_model = f"INSERT INTO embedding_models (name, dim) VALUES {values(2)}{ret('id')}"
         self.episode_by_id = f"{episodes} e.id = {ph}"
+        # raw restore (export/import, copy): every column as carried, tombstones included
+        self.restore_episode = (
+            "INSERT INTO episodes (id, ns_id, text, occurred_at, occurred_prec, recorded_at, source, session, "
+            f"speaker, metadata, superseded_by, superseded_at, erased_at) VALUES {values(13)}{ret('rowid')}"
+        )
         self.supersede_episode = f"UPDATE episodes SET superseded_by = {ph}, superseded_at = {ph} WHERE rowid = {ph}"
         self.episode_fact_ids = (
             f"SELECT fact_id FROM facts WHERE episode_id = {ph} UNION "
@@ -143,6 +148,7 @@ class EpisodeSQL:
             f"ORDER BY e.rowid LIMIT {ph}"
         )
         self.episode_index_rows = f"{episodes} {live_after} ORDER BY e.rowid LIMIT {ph}"
+        self.episode_rows = f"{episodes} e.ns_id = {ph} AND e.rowid > {ph} ORDER BY e.rowid LIMIT {ph}"
         self.citing_head = f"SELECT DISTINCT episode_id, fact_id FROM facts WHERE ns_id = {ph} AND "
         self.citing_sources = " UNION SELECT s.episode_id, s.fact_id FROM fact_sources s WHERE "
         self.names_with_prefix = (
@@ -193,6 +199,16 @@ class BaseEpisodeTx(ABC):
             self.ep_sql.insert_episode,
             (rec.id, rec.ns_id, rec.text, rec.occurred_at, rec.occurred_prec, rec.recorded_at, rec.source,
              rec.session, rec.speaker, rec.metadata),
+        )
+
+    def restore_episode(self, rec: EpisodeRecord) -> int:
+        """Insert a carried episode as it was stored (export/import, copy):
+        its supersession and erasure included. Its mentions, vectors and
+        index rows are the caller's to write."""
+        return self._insert_id(
+            self.ep_sql.restore_episode,
+            (rec.id, rec.ns_id, rec.text, rec.occurred_at, rec.occurred_prec, rec.recorded_at, rec.source,
+             rec.session, rec.speaker, rec.metadata, rec.superseded_by, rec.superseded_at, rec.erased_at),
         )
 
     def adjacent_episodes(self, rec: EpisodeRecord) -> tuple[EpisodeRecord | None, EpisodeRecord | None]:
@@ -315,6 +331,10 @@ class BaseEpisodeStore(ABC):
 
     def episode_index_rows(self, ns_id: int, after_rowid: int, limit: int) -> list[EpisodeRecord]:
         return self._records(self.ep_sql.episode_index_rows, (ns_id, after_rowid, limit))
+
+    def episode_rows(self, ns_id: int, after_rowid: int, limit: int) -> list[EpisodeRecord]:
+        """Every episode of a namespace by rowid, erased ones (tombstones) included."""
+        return self._records(self.ep_sql.episode_rows, (ns_id, after_rowid, limit))
 
     def facts_citing_episodes(self, ns_id: int, episode_ids: Sequence[str]) -> list[tuple[str, str]]:
         """``(episode_id, fact_id)`` for every fact that cites one of the episodes."""
