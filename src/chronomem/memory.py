@@ -422,9 +422,11 @@ class Memory(EvidenceMixin, IdentityMixin):
 
     def erase(self, fact_id: str | None = None, *, entity: str | None = None, confirm: bool = False,
               reason: str | None = None) -> int:
-        """Physically delete one fact (every version) or an entity with all its
-        facts, for privacy. Needs ``confirm=True``. Leaves an erasure-log row
-        without content. Returns the number of versions deleted."""
+        """Physically delete one fact (every version, its sources, and the
+        facts coalesced into it) or an entity with all its facts, its names
+        and the entities merged into it, for privacy. Needs ``confirm=True``.
+        Leaves an erasure-log row without content. Returns the number of
+        versions deleted (``docs/concepts/time.md``, "Erasure")."""
         if (fact_id is None) == (entity is None):
             raise InvalidInputError("erase() takes exactly one of fact_id or entity=")
         if not confirm:
@@ -435,12 +437,18 @@ class Memory(EvidenceMixin, IdentityMixin):
                 rows = tx.rows_of_fact(fact_id)
                 if not rows or rows[0].ns_id != self._ns:
                     raise FactNotFoundError(f"no fact with id {fact_id!r}")
-                live = work.find_believed(fact_id, rows[0].subject_id, rows[0].predicate_id)
+                # facts coalesced into one another are one statement: they go
+                # together, whichever id is given (the kept one comes first)
+                family = tx.coalesced_family(fact_id)
+                if family[0] != fact_id:
+                    rows = tx.rows_of_fact(family[0])
+                live = work.find_believed(family[0], rows[0].subject_id, rows[0].predicate_id)
                 if live is not None:
                     work.retract(live, "erased")
-                    self._unsupersede(tx, work, fact_id)
+                    for fid in family:  # the values any of them had superseded are believed again
+                        self._unsupersede(tx, work, fid)
                 self._flush(tx, work)
-                n = tx.erase_fact(fact_id)
+                n = sum(tx.erase_fact(fid) for fid in family)
                 tx.log_erasure(self._ns, "fact", n, reason)
             else:
                 eid = tx.entity_id(self._ns, normalize_key(entity, "entity"))
@@ -448,6 +456,7 @@ class Memory(EvidenceMixin, IdentityMixin):
                     raise EntityNotFoundError(f"no entity named {entity!r}")
                 n = tx.erase_entity(eid)
                 tx.log_erasure(self._ns, "entity", n, reason)
+        self._store.after_erasure("fact" if fact_id is not None else "entity")  # e.g. SQLite's WAL
         return n
 
     # -- entities, aliases, predicates -----------------------------------

@@ -37,7 +37,7 @@ from .models import (
     TimeSpan,
 )
 from .timemention import resolve_mentions
-from .vector import VectorCache
+from .vector import VectorCache, drop_ann_files
 
 if TYPE_CHECKING:  # pragma: no cover
     from .._engine import TxWork
@@ -310,7 +310,11 @@ class EvidenceMixin:
             for other in (prev, nxt):
                 if other is not None and other.rowid not in batch:
                     touched[other.rowid] = other
-        for other in touched.values():
+        self._reindex_rows(tx, touched.values())
+
+    def _reindex_rows(self, tx: EpisodeWriteTx, recs: Iterable[EpisodeRecord]) -> None:
+        """Fresh FTS rows for stored episodes whose neighbours changed."""
+        for other in recs:
             prev, nxt = tx.adjacent_episodes(other)
             tx.replace_episode_index(other.rowid, index_parts(other, prev, nxt, self.tz))
 
@@ -399,10 +403,14 @@ class EvidenceMixin:
 
     def erase_episode(self, episode_id: str, *, facts: Literal["keep", "retract"] = "keep",
                       confirm: bool = False, reason: str | None = None) -> list[str]:
-        """Physically delete an episode's content (text, index, vectors) for
-        privacy; the id stays as a tombstone so citing facts are never silently
-        orphaned. ``facts="keep"``: facts stay, their ``episode_id`` now names
-        the tombstone; ``facts="retract"``: the facts that no other episode
+        """Physically delete an episode's content for privacy: its text,
+        speaker, source, session, metadata, time mentions, vectors and index
+        row, and its words in the index rows of its neighbours in the session
+        (indexed again, as neighbours of each other), all in one transaction
+        (``docs/evidence.md``, "Erasure", says what stays on disk). The id
+        stays as a tombstone so citing facts are never silently orphaned.
+        ``facts="keep"``: facts stay, their ``episode_id`` now names the
+        tombstone; ``facts="retract"``: the facts that no other episode
         supports are retracted and the values they had superseded restored.
         Needs ``confirm=True``. Returns the ids of the retracted facts."""
         if facts not in ("keep", "retract"):
@@ -432,9 +440,19 @@ class EvidenceMixin:
                     self._unsupersede(tx, work, fid)
                     retracted.append(fid)
                 self._flush(tx, work)
-            tx.erase_episode(rec.rowid)
+            # the neighbours' index rows quote its text: index them again, now
+            # next to each other (as a new turn re-indexes its neighbours)
+            self._reindex_rows(tx, tx.erase_episode(rec.rowid))
+            tx.compact_episode_index()
             tx.log_erasure(self._ns, "episode", 1, reason)
             tx.bump_episode_generation()
+        # this process's vector caches and the ANN files hold its vector (and
+        # context vectors that mix it in): drop them now, not at the next search
+        cache = getattr(self, "_vectors", None)
+        if cache is not None:
+            cache.invalidate()
+        drop_ann_files(getattr(self._store, "path", None), self._ns)
+        self._es.after_erasure("episode")
         return retracted
 
     # -- reads -------------------------------------------------------------
@@ -599,7 +617,8 @@ class EvidenceMixin:
             parts = relative_contributions([lexical, dense], weights, cfg.fusion_scale, cfg.pool, (0.0, 0.0))
         if not parts:
             return []
-        recs = {r.rowid: r for r in self._es.episodes_by_rowids(list(parts))}
+        # (a tombstone never answers: a cache read just before an erasure may still name it)
+        recs = {r.rowid: r for r in self._es.episodes_by_rowids(list(parts)) if r.erased_at is None}
         bonus: dict[int, float] = {}
         if cfg.time_weight > 0:
             half = cfg.time_half_life_days * 86_400e6

@@ -41,8 +41,9 @@ class Episode(_Dictable):
     ``occurred_at``: when it was said or happened (valid time, may be None);
     ``recorded_at``: when the memory stored it (system time). ``mentions``:
     the time expressions in the text, resolved against ``occurred_at``.
-    ``fact_ids``: the facts that cite it. An erased episode keeps only its id
-    and times (``erased_at`` set, ``text`` empty).
+    ``fact_ids``: the facts that cite it. An erased episode (a tombstone)
+    keeps only its id, namespace, times and supersession link (``erased_at``
+    set, ``text`` empty; ``docs/evidence.md``, "Erasure").
     """
 
     id: str

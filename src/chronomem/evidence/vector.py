@@ -13,10 +13,18 @@ database file (``<db>.ann-<ns>-<model>-<context>.bin``), extended with new rows
 incrementally and rebuilt from the store whenever it does not match it. It
 over-fetches and applies the same filters; a query whose filter leaves too few
 candidates falls back to the exact search.
+
+Erasure: the caches hold the erased episode's vector, and the context
+vectors mix it into its neighbours'. A cache that sees another count of
+erased episodes than it was built with (``EpisodeStore.episode_erasures``)
+reloads from the store, and so does an ANN file (its sidecar JSON records the
+count); the erasing process also deletes the namespace's ANN files
+(:func:`drop_ann_files`).
 """
 
 from __future__ import annotations
 
+import glob
 import importlib
 import json
 import logging
@@ -48,6 +56,7 @@ class VectorSlot:
     session_codes: dict[str, int]
     generation: int = -1
     max_rowid: int = 0
+    erasures: int = 0  # the namespace's erased episodes when the arrays were loaded
     windows: dict[float, Any] | None = None
     ann: dict[float, "AnnIndex"] | None = None
 
@@ -80,13 +89,17 @@ class VectorCache:
             if slot is not None and slot.generation == gen:
                 return slot
             count, max_rowid = store.vector_stats(ns_id, model_id)
-            if slot is None or count < slot.size or max_rowid < slot.max_rowid:
+            # an erasure since: nothing of the old arrays may stay (a row count
+            # alone can miss one, when vectors were also added below max_rowid)
+            erasures = store.episode_erasures(ns_id)
+            if slot is None or count < slot.size or max_rowid < slot.max_rowid or erasures != slot.erasures:
                 slot = self._empty(dim)
             self._append(store, slot, ns_id, model_id)
             if slot.size != count:  # rows changed under us (erasures): reload everything
                 slot = self._empty(dim)
                 self._append(store, slot, ns_id, model_id)
             slot.generation = gen
+            slot.erasures = erasures
             self._slots[(ns_id, model_id)] = slot
             return slot
 
@@ -229,6 +242,19 @@ def _ann_path(db_path: str | None, key: tuple[int, int], context: float) -> str 
     return f"{db_path}.ann-{key[0]}-{key[1]}-{context:g}.bin"
 
 
+def drop_ann_files(db_path: str | None, ns_id: int) -> None:
+    """Delete the namespace's ANN files (every model and context weight):
+    after an erasure they hold the erased vector; the next ANN search
+    rebuilds them from the store."""
+    if not db_path or db_path == ":memory:":
+        return
+    for path in glob.glob(f"{glob.escape(db_path)}.ann-{ns_id}-*"):
+        try:
+            os.remove(path)
+        except OSError as exc:
+            log.warning("could not delete the ANN cache %s after an erasure: %s", path, exc)
+
+
 class AnnIndex:
     """An HNSW index over one slot's search matrix, labels = array positions.
 
@@ -247,6 +273,7 @@ class AnnIndex:
         self.index: Any = None
         self.count = 0
         self.max_rowid = 0
+        self.erasures = 0
         self._lock = threading.Lock()
         self._load()
 
@@ -259,6 +286,7 @@ class AnnIndex:
             index = self._hnsw.Index(space="ip", dim=self.dim)
             index.load_index(self.path, max_elements=int(meta["count"]))
             self.index, self.count, self.max_rowid = index, int(meta["count"]), int(meta["max_rowid"])
+            self.erasures = int(meta.get("erasures", 0))  # files from before erasures were counted: 0
         except (OSError, ValueError, KeyError, RuntimeError) as exc:
             log.warning("ANN cache %s unusable (%s); it will be rebuilt", self.path, exc)
             self.index, self.count, self.max_rowid = None, 0, 0
@@ -270,7 +298,7 @@ class AnnIndex:
         self.index.save_index(tmp)
         os.replace(tmp, self.path)
         with open(self.path + ".json", "w", encoding="utf-8") as fh:
-            json.dump({"count": self.count, "max_rowid": self.max_rowid}, fh)
+            json.dump({"count": self.count, "max_rowid": self.max_rowid, "erasures": self.erasures}, fh)
 
     def sync(self, slot: VectorSlot, matrix: Any) -> None:
         """Bring the index up to the slot: add new rows (and re-add the row
@@ -278,7 +306,7 @@ class AnnIndex:
         with self._lock:
             n = slot.size
             consistent = (
-                self.index is not None and self.count <= n
+                self.index is not None and self.count <= n and self.erasures == slot.erasures
                 and (self.count == 0 or int(slot.rowids[self.count - 1]) == self.max_rowid)
             )
             if not consistent:
@@ -286,7 +314,7 @@ class AnnIndex:
                 index = self._hnsw.Index(space="ip", dim=self.dim)
                 index.init_index(max_elements=max(n, 1), ef_construction=self.EF_CONSTRUCTION, M=self.M)
                 index.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
-                self.index, self.count = index, 0
+                self.index, self.count, self.erasures = index, 0, slot.erasures
             if self.count == n:
                 return
             assert self.index is not None

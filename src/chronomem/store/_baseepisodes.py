@@ -114,10 +114,12 @@ class EpisodeSQL:
         self.delete_index = f"DELETE FROM episodes_fts WHERE rowid = {ph}"
         self.delete_vectors = f"DELETE FROM episode_vectors WHERE episode_rowid = {ph}"
         self.delete_times = f"DELETE FROM episode_times WHERE episode_rowid = {ph}"
+        self.episode_by_rowid = f"{episodes} e.rowid = {ph}"
         self.erase_episode = (
             "UPDATE episodes SET text = '', source = NULL, session = NULL, speaker = NULL, metadata = NULL, "
             f"erased_at = {ph} WHERE rowid = {ph}"
         )
+        self.episode_erasures = f"SELECT count(*) FROM erasures WHERE ns_id = {ph} AND kind = 'episode'"
         self.bump_generation = (
             "INSERT INTO meta (key, value) VALUES ('episode_generation', '1') ON CONFLICT (key) DO UPDATE "
             "SET value = CAST(CAST(meta.value AS BIGINT) + 1 AS TEXT)"
@@ -234,14 +236,29 @@ class BaseEpisodeTx(ABC):
     def episode_fact_ids(self, episode_id: str) -> list[str]:
         return [str(fid) for (fid,) in self._execute(self.ep_sql.episode_fact_ids, (episode_id, episode_id))]
 
-    def erase_episode(self, rowid: int) -> None:
-        """Delete the content (text, index, vectors, mentions); the row stays
-        as a tombstone with its id and times."""
+    def erase_episode(self, rowid: int) -> list[EpisodeRecord]:
+        """Delete the content (text, speaker, source, session, metadata, index
+        row, vectors, mentions); the row stays as a tombstone with its id,
+        namespace, times and supersession link. Returns the live episodes
+        just before and after it in its session: their index rows quote its
+        text (the neighbours column), so the caller re-indexes them now that
+        they neighbour each other, in this transaction, and then calls
+        :meth:`compact_episode_index`."""
         q = self.ep_sql
+        row = self._execute(q.episode_by_rowid, (rowid,)).fetchone()
+        # read before the tombstone drops the session they are found by
+        quoting = [r for r in self.adjacent_episodes(_rec(row)) if r is not None] if row else []
         self._execute(q.delete_index, (rowid,))
         self._execute(q.delete_vectors, (rowid,))
         self._execute(q.delete_times, (rowid,))
         self._execute(q.erase_episode, (self.now, rowid))
+        return quoting
+
+    @abstractmethod
+    def compact_episode_index(self) -> None:
+        """After an erasure's index rows were deleted and rewritten: make the
+        lexical index drop the deleted terms it still keeps (a backend whose
+        index only marks deletions)."""
 
     def bump_episode_generation(self) -> None:
         self._execute(self.ep_sql.bump_generation)
@@ -355,6 +372,18 @@ class BaseEpisodeStore(ABC):
     def episode_count(self, ns_id: int) -> int:
         (rows,) = self._fetch((self.ep_sql.episode_count, (ns_id,)))
         return int(rows[0][0])
+
+    def episode_erasures(self, ns_id: int) -> int:
+        """How many episodes of the namespace were ever erased (the erasure
+        log only grows): a vector cache that saw another count reloads."""
+        (rows,) = self._fetch((self.ep_sql.episode_erasures, (ns_id,)))
+        return int(rows[0][0])
+
+    @abstractmethod
+    def after_erasure(self, kind: str) -> None:
+        """Called once an erasure of ``kind`` (``"episode"``, ``"fact"`` or
+        ``"entity"``) has committed: best effort, drop what the backend still
+        keeps of the deleted bytes outside its live rows."""
 
     # -- vectors ---------------------------------------------------------------------
     def embedding_model(self, name: str) -> tuple[int, int] | None:

@@ -11,6 +11,7 @@ the backend's subclass (:mod:`.sqlite_tx`, :mod:`.postgres_tx`).
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar, Iterator, Protocol, Sequence
 
@@ -95,6 +96,18 @@ class TxSQL:
         self.erase_sources = f"DELETE FROM fact_sources WHERE fact_id = {ph}"
         self.erase_entity_keys = f"DELETE FROM entity_keys WHERE entity_id = {ph}"
         self.erase_entity = f"DELETE FROM entities WHERE id = {ph}"
+        # coalescing (no believed version left: folded in for good): the facts
+        # folded into a fact, and the fact one was folded into
+        folded = f"f.close_kind = 'coalesced' AND NOT EXISTS (SELECT 1 FROM facts g WHERE g.fact_id = f.fact_id AND g.{believed})"
+        self.folded_into = f"SELECT DISTINCT f.fact_id FROM facts f WHERE f.closed_by = {ph} AND {folded}"
+        self.coalesced_into = (
+            f"SELECT f.closed_by FROM facts f WHERE f.fact_id = {ph} AND {folded} ORDER BY f.version DESC LIMIT 1"
+        )
+        self.entity_merges = (
+            "SELECT id, payload, undone_at FROM operations WHERE kind = 'merge' "
+            f"AND ns_id = (SELECT ns_id FROM entities WHERE id = {ph}) ORDER BY at, id"
+        )
+        self.set_payload = f"UPDATE operations SET payload = {ph} WHERE id = {ph}"
         self.log_erasure = f"INSERT INTO erasures (ns_id, kind, erased_at, versions, reason) VALUES {values(5)}"
 
 
@@ -234,20 +247,61 @@ class BaseTx(ABC):
         """Insert an operation as exported, with its original times."""
         self._execute(self.sql.insert_operation, (op_id, ns_id, kind, at, payload, undone_at))
 
+    def coalesced_family(self, fact_id: str) -> list[str]:
+        """One statement's facts, the one coalescing kept first: the fact
+        ``fact_id`` was folded into (through any chain; else ``fact_id``),
+        then every fact folded into that one, directly or through another.
+        A folded fact has no believed version, but its closed versions still
+        state the statement and its sources were copied to the kept one."""
+        root, seen = fact_id, {fact_id}
+        while True:
+            row = self._execute(self.sql.coalesced_into, (root,)).fetchone()
+            if row is None or row[0] is None or str(row[0]) in seen:
+                break
+            root = str(row[0])
+            seen.add(root)
+        out, todo = [root], [root]
+        while todo:
+            for (fid,) in list(self._execute(self.sql.folded_into, (todo.pop(),))):
+                if str(fid) not in out:
+                    out.append(str(fid))
+                    todo.append(str(fid))
+        return out
+
     def erase_fact(self, fact_id: str) -> int:
+        """Delete every version of one fact and its extra evidence."""
         n = self._execute(self.sql.erase_fact, (fact_id,)).rowcount
         self._execute(self.sql.erase_sources, (fact_id,))
         return int(n)
 
     def erase_entity(self, entity_id: int) -> int:
-        ids = [str(fid) for (fid,) in self._execute(self.sql.facts_of_entity, (entity_id, entity_id))]
+        """Delete an entity, every fact that mentions it and its name keys,
+        and so every entity merged into it by a merge still in force: that
+        row still holds the folded name, type and properties, and its facts
+        and names are this entity's now. A merge whose folded entity is
+        erased keeps its record (``unmerge``, exports) without the name keys
+        it moved: they were the erased names. Returns the versions deleted."""
+        merges = [(str(op), json.loads(payload), undone)
+                  for op, payload, undone in self._execute(self.sql.entity_merges, (entity_id,))]
+        erased, todo = {entity_id}, [entity_id]
+        while todo:
+            keep = todo.pop()
+            for _op, data, undone in merges:
+                fold = int(data["fold"])
+                if undone is None and int(data["keep"]) == keep and fold not in erased:
+                    erased.add(fold)
+                    todo.append(fold)
         n = 0
-        for fid in ids:
-            n += self.erase_fact(fid)
-        self._execute(self.sql.erase_entity_keys, (entity_id,))
-        self._execute(self.sql.erase_entity, (entity_id,))
+        for eid in sorted(erased):
+            for fid in [str(f) for (f,) in self._execute(self.sql.facts_of_entity, (eid, eid))]:
+                n += self.erase_fact(fid)
+            self._execute(self.sql.erase_entity_keys, (eid,))
+            self._execute(self.sql.erase_entity, (eid,))
+            self.store._names.pop(eid, None)
+        for op, data, _undone in merges:
+            if int(data["fold"]) in erased and data.get("keys"):
+                self._execute(self.sql.set_payload, (json.dumps({**data, "keys": []}), op))
         self._names_changed()
-        self.store._names.pop(entity_id, None)
         return n
 
     def log_erasure(self, ns_id: int, kind: str, versions: int, reason: str | None) -> None:

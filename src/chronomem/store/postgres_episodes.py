@@ -15,10 +15,12 @@ column and an HNSW index per model for SQL users.
 
 from __future__ import annotations
 
+import logging
 import re
 from array import array
 from typing import TYPE_CHECKING, Any, Sequence
 
+from ..errors import StoreError
 from ._baseepisodes import BaseEpisodeStore, BaseEpisodeTx, EpisodeSQL, pruned_query
 from .base import EpisodeFilter
 
@@ -35,6 +37,13 @@ _TSV = (
     "setweight(to_tsvector('simple', %s), 'C') || setweight(to_tsvector('simple', %s), 'D')"
 )
 _TERM = re.compile(r'"((?:[^"]|"")*)"')
+
+# the tables an erasure of each kind rewrites (after_erasure analyzes them again)
+_FACT_TABLES = "facts, fact_sources, entities, entity_keys, operations"
+_ERASED_TABLES = {"episode": "episodes, episodes_fts, episode_times, episode_vectors",
+                  "fact": _FACT_TABLES, "entity": _FACT_TABLES}
+
+log = logging.getLogger("chronomem.store.postgres")
 
 
 def tsquery_terms(match: str) -> list[str]:
@@ -70,6 +79,12 @@ class PgEpisodeTxMixin(BaseEpisodeTx):
             self.conn.execute(
                 _SQL.times_head + ", ".join([_SQL.time_values] * len(items)), [v for item in items for v in item]
             )
+
+    def compact_episode_index(self) -> None:
+        """Nothing to do inside the transaction: the rewritten ``tsvector``
+        rows replace the old ones for every query at once (MVCC). The old
+        row versions (and their GIN entries) stay on disk as dead tuples
+        until ``VACUUM``; see :meth:`PgEpisodeStoreMixin.after_erasure`."""
 
     def _model_added(self, model_id: int, dim: int) -> None:
         if self.store.pgvector:
@@ -120,6 +135,32 @@ class PgEpisodeStoreMixin(BaseEpisodeStore):
 
     def _vector_bytes(self, stored: Any) -> bytes:
         return array("f", stored).tobytes()
+
+    def after_erasure(self, kind: str) -> None:
+        """``ANALYZE`` the tables the erasure touched: the planner's
+        statistics (``pg_statistic``, read through ``pg_stats``) keep sampled
+        column values, the erased names and text among them, until the next
+        ``ANALYZE``, and autovacuum does not analyze a large table again for
+        one erased row. ``ANALYZE`` samples live rows only (at most 30,000
+        per table: about 0.25 s at 100k episodes). Best effort: a table
+        whose lock is held (autovacuum) is skipped, and one this role does
+        not own is skipped with the server's warning.
+
+        No ``VACUUM``, by choice: no query sees the erased rows once the
+        transaction commits, but their old versions stay in the table and
+        index files (dead tuples) and in the WAL. A plain ``VACUUM`` (it
+        cannot run inside the write transaction) only marks that space free:
+        measured on PostgreSQL 15, the bytes were still in the heap and GIN
+        files afterwards. Only ``VACUUM FULL`` (a rewrite under an exclusive
+        lock of the whole table) removed them: an operator's step, not a
+        request's (``docs/evidence.md``, "Erasure")."""
+        tables = _ERASED_TABLES[kind]
+        try:
+            with self._conn() as conn:
+                conn.execute(f"ANALYZE (SKIP_LOCKED) {tables}")
+        except StoreError as exc:  # never fail an erasure that has committed
+            log.warning("after an erasure: ANALYZE %s failed (%s); the planner statistics may keep "
+                        "erased values until the next ANALYZE", tables, exc)
 
     def prune_common_terms(self, match: str, cap: int, budget: int = 0) -> str:
         """Drop from an OR-query (as built by ``fts_query``) the terms that
