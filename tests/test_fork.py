@@ -298,3 +298,51 @@ def test_a_preforked_http_server_loses_nothing(tmp_path: Path) -> None:
         assert all(m.fact(fid) is not None for fid in acked)
         assert sum(len(m.facts(f"h{k}")) for k in range(4)) == 160
         assert len(m.facts("parent")) == 21
+
+
+# -- process-global locks ----------------------------------------------------------
+
+def _try_locks(out: Any) -> None:
+    from chronomem import _gc, _ids
+    from chronomem.evidence import embed
+
+    got = []
+    for lock in (_gc._lock, embed._loaded_lock, _ids._lock):
+        ok = lock.acquire(timeout=2)
+        got.append(ok)
+        if ok:
+            lock.release()
+    out.put(got)
+
+
+def test_process_global_locks_held_at_the_fork_are_free_in_the_child() -> None:
+    """A thread holding one of chronomem's module locks at the fork does not
+    exist in the child: the child gets fresh locks instead of a deadlock."""
+    pytest.importorskip("numpy")
+    from chronomem import _gc, _ids
+    from chronomem.evidence import embed
+
+    locks = (_gc._lock, embed._loaded_lock, _ids._lock)
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        for lock in locks:
+            lock.acquire()
+        holding.set()
+        release.wait(30)
+        for lock in locks:
+            lock.release()
+
+    t = threading.Thread(target=hold)
+    t.start()
+    holding.wait(30)
+    try:
+        out = FORK.Queue()
+        p = FORK.Process(target=_try_locks, args=(out,))
+        p.start()
+        got = out.get(timeout=60)
+        p.join(60)
+    finally:
+        release.set()
+        t.join(30)
+    assert got == [True, True, True]

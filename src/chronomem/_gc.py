@@ -16,6 +16,7 @@ enabled when the first one began.
 from __future__ import annotations
 
 import gc
+import os
 import threading
 from contextlib import contextmanager
 from typing import Iterator
@@ -43,3 +44,13 @@ def paused_gc() -> Iterator[None]:
             _depth -= 1
             if _depth == 0 and _was_enabled:
                 gc.enable()
+
+
+def _after_fork_in_child() -> None:
+    """A lock held by another thread at the fork would never be released here."""
+    global _lock
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -288,6 +288,16 @@ _loaded: dict[str, Embedder] = {}
 _loaded_lock = threading.Lock()
 
 
+def _new_loaded_lock_in_child() -> None:
+    """A thread loading a model at the fork holds the lock: not in the child."""
+    global _loaded_lock
+    _loaded_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_loaded_lock_in_child)
+
+
 def get_embedder(name: str) -> Embedder:
     """The process-wide instance of the built-in embedder ``name`` (one of
     :data:`EMBEDDERS`), loaded on first use. :class:`InvalidInputError` for an
