@@ -52,6 +52,18 @@ _WARM_MAX = 500_000
 _WARM_SMALL = 20_000
 
 
+def _drop(owned: list[Any]) -> None:
+    """What a store that is garbage-collected (never closed) still owns."""
+    con, checkpointer = owned
+    if checkpointer is not None:
+        checkpointer.stop_soon()
+    if con is not None:
+        try:
+            con.close()
+        except sqlite3.Error:  # pragma: no cover
+            pass
+
+
 class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
     """SQLite implementation of :class:`~chronomem.store.base.Store`."""
 
@@ -84,8 +96,12 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
             # The writer never checkpoints (that is where SQLite fsyncs in WAL
             # mode); a background thread with its own connection does.
             self._checkpointer = _Checkpointer(path, self._busy_ms)
-            # a store dropped without close() stops its thread too
-            weakref.finalize(self, self._checkpointer.stop_soon)
+        # A store dropped without close() closes its connection and stops its
+        # thread at once: a sqlite3.Connection sits in a reference cycle with
+        # its statement cache, so it would stay open until the cycle collector
+        # ran, holding the file open (and across a fork, see _fork).
+        self._owned: list[Any] = [self._con, self._checkpointer]
+        weakref.finalize(self, _drop, self._owned)
         # set while a fork is under way (see _fork): whether this store's
         # lock was taken and its connection closed for it
         self._fork_held = False
@@ -162,7 +178,7 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
     def _after_fork_parent(self) -> None:
         try:
             if self._fork_closed:
-                self._con = self._connect()
+                self._con = self._owned[0] = self._connect()
                 self._read_cur = self._con.cursor()
                 self._data_version = -1  # a new connection counts from its own start
         finally:
@@ -176,6 +192,7 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
             return
         if not self._fork_closed:
             _fork.keep(self._con, self._read_cur)  # never finalized here
+        self._owned[:] = [None, None]  # nothing of it is this process's to close
         self._con = self._read_cur = _fork.Foreign(parent_pid)  # type: ignore[assignment]
         self._checkpointer = None
         self._foreign_of = parent_pid
@@ -224,6 +241,7 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
             self._checkpointer.stop()
             self._checkpointer = None
         with self._lock:
+            self._owned[:] = [None, None]
             try:
                 self._con.close()
             except sqlite3.Error:  # pragma: no cover
