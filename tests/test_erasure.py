@@ -18,12 +18,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import sqlite3
 import time
-import zlib
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import pytest
 
@@ -33,26 +31,14 @@ from chronomem.evidence import SearchConfig
 from chronomem.evidence.models import VIEWS
 from conftest import pg_test_url
 from contract._helpers import MemoryFactory
+from hash_embedder import HashEmbedder
 
 TOKEN = "zebrapinqx"
 
 
-class HashEmbedder:
-    """A deterministic bag-of-words embedder: words hashed into 64
-    dimensions. A query that names a word is nearest to the turns that say it."""
-
-    name = "erasure-test-hash"
-    dim = 64
-
-    def embed(self, texts: Sequence[str], kind: str = "passage") -> Any:
-        import numpy as np
-
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, text in enumerate(texts):
-            for word in re.findall(r"\w+", text.lower()):
-                out[i, zlib.crc32(word.encode()) % self.dim] += 1.0
-            out[i] /= max(float(np.linalg.norm(out[i])), 1e-9)
-        return out
+def _embedder() -> HashEmbedder:
+    """Unsigned: a query that names a word is nearest to the turns that say it."""
+    return HashEmbedder("erasure-test-hash", 64, signed=False)
 
 
 # -- where the bytes could be ------------------------------------------------------
@@ -143,7 +129,7 @@ def _add_story(mem: Memory, *, with_middle: bool = True) -> list[str]:
 def test_erasing_a_middle_turn_leaves_no_trace(make_memory: MemoryFactory, embedder: str) -> None:
     clock = FakeClock("2025-03-05T00:00:00Z", tick=1.0)
     mem = make_memory(clock=clock)
-    mem.use_embedder(HashEmbedder() if embedder == "vectors" else None)
+    mem.use_embedder(_embedder() if embedder == "vectors" else None)
     a, b, c = _add_story(mem)
     cited = mem.add_fact("Bob", "has card", "Visa", episode_id=b)
     # the bug this guards against: the neighbours' index rows quoted the turn
@@ -195,7 +181,7 @@ def test_the_neighbours_search_as_if_the_turn_had_never_been_there(make_memory: 
     erased = make_memory(clock=FakeClock("2025-03-05T00:00:00Z", tick=1.0))
     control = make_memory("control", clock=FakeClock("2025-03-05T00:00:00Z", tick=1.0))
     for m in (erased, control):
-        m.use_embedder(HashEmbedder() if embedder == "vectors" else None)
+        m.use_embedder(_embedder() if embedder == "vectors" else None)
     a, b, c = _add_story(erased)
     _add_story(control, with_middle=False)
     erased.erase_episode(b, confirm=True)
@@ -254,7 +240,7 @@ def test_no_cache_keeps_the_erased_vector(make_memory: MemoryFactory) -> None:
     writer.use_embedder(None)
     unembedded = writer.add_episode("An old note about compost.", session="garden").id
     for m in (writer, reader):
-        m.use_embedder(HashEmbedder())
+        m.use_embedder(_embedder())
     a, b, c = _add_story(writer)
     assert b in {h.episode.id for h in reader.search(TOKEN, view="raw", config="dense")}
     (slot,) = reader._vectors._slots.values()  # type: ignore[union-attr]
@@ -281,7 +267,7 @@ def test_the_ann_files_forget_the_erased_vector(tmp_path: Path) -> None:
     path = str(tmp_path / "m.db")
     mem = chronomem.open(path, clock=FakeClock("2025-03-05T00:00:00Z", tick=1.0), embedder=None)
     unembedded = mem.add_episode("An old note about compost.", session="garden").id
-    mem.use_embedder(HashEmbedder())
+    mem.use_embedder(_embedder())
     a, b, c = _add_story(mem)
     ann = dataclasses.replace(SearchConfig.preset("dense"), ann_threshold=1)
     exact = SearchConfig.preset("dense")
@@ -299,7 +285,7 @@ def test_the_ann_files_forget_the_erased_vector(tmp_path: Path) -> None:
     assert mem.reindex(lexical=False)["vectors"] == 1  # the note: 4 vectors again, the same last rowid
     for p, data in stale.items():
         (tmp_path / p).write_bytes(data)
-    other = chronomem.open(path, embedder=HashEmbedder())
+    other = chronomem.open(path, embedder=_embedder())
     try:
         assert hit_rows(other, TOKEN, config=ann) == hit_rows(other, TOKEN, config=exact)
         assert unembedded in {h.episode.id for h in other.search(TOKEN, view="raw", config=ann)}

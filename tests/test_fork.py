@@ -20,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -118,8 +119,9 @@ def _use_parents(mem: chronomem.Memory, out: Any) -> None:
     """In the child: every use of the parent's memory raises the clear error,
     close() does nothing, and collecting it finalizes nothing of the parent's."""
     got: list[str] = []
-    for call in (lambda: mem.facts(), lambda: mem.add_fact("child", "wrote", "z"), lambda: mem.stats(),
-                 lambda: mem.add_facts([("child", "wrote", "zz")])):
+    calls = [mem.facts, partial(mem.add_fact, "child", "wrote", "z"), mem.stats,
+             partial(mem.add_facts, [("child", "wrote", "zz")])]
+    for call in calls:
         try:
             call()
             got.append("no error")
@@ -128,7 +130,7 @@ def _use_parents(mem: chronomem.Memory, out: Any) -> None:
         except BaseException as exc:  # noqa: BLE001 - reported to the parent
             got.append(f"{type(exc).__name__}: {exc}")
     mem.close()
-    del mem
+    del mem, calls, call
     gc.collect()
     out.put(got)
 

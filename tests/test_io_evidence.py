@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import io
 import json
-import re
-import zlib
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -19,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import pg_schema_url, store_target
 from contract._helpers import MemoryFactory
+from hash_embedder import HashEmbedder
 
 import chronomem
 from chronomem import ExportVersionError, FakeClock, InvalidInputError, Memory
@@ -28,27 +27,7 @@ from chronomem.copy import copy_store
 from chronomem.io import EXPORT_VERSION, export_jsonl, import_jsonl
 
 
-class HashEmbedder:
-    """A deterministic stand-in for MiniLM: a signed hashed bag of words,
-    L2-normalised (fast, and the same vectors on every run)."""
-
-    name = "test-hash-embedder"
-    dim = 24
-
-    def embed(self, texts: Sequence[str], kind: str = "passage") -> Any:
-        import numpy as np
-
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, text in enumerate(texts):
-            for word in re.findall(r"\w+", text.lower()):
-                h = zlib.crc32(word.encode())
-                out[i, h % self.dim] += 1.0 if h & 0x100 else -1.0
-            norm = float(np.linalg.norm(out[i]))
-            if norm:
-                out[i] /= norm
-            else:
-                out[i, 0] = 1.0
-        return out
+EMBEDDER = HashEmbedder()  # signed, 24 dimensions
 
 
 QUERIES = ("when does Alice start as chief executive", "congratulations to the board", "北京开会",
@@ -194,7 +173,7 @@ def test_export_import_restores_every_evidence_read(make_memory: MemoryFactory, 
     assert (exported.episodes, exported.tombstones, exported.vectors) == (9, 1, 9)
     tomb = next(x for x in lines if x["type"] == "episode" and x["erased_at"] is not None)
     assert tomb["text"] == "" and tomb["speaker"] is None and tomb["vectors"] == {} and tomb["mentions"] == []
-    assert [x["name"] for x in lines if x["type"] == "embedding_model"] == [HashEmbedder.name]
+    assert [x["name"] for x in lines if x["type"] == "embedding_model"] == [EMBEDDER.name]
     assert "555-0100" not in "".join(json.dumps(x) for x in lines if x["type"] == "episode")
 
     dst_url = other_store
@@ -203,7 +182,7 @@ def test_export_import_restores_every_evidence_read(make_memory: MemoryFactory, 
         restored = import_jsonl(dst, io.BytesIO(buf.getvalue().encode()))
         assert (restored.episodes, restored.tombstones, restored.vectors) == (9, 1, 9)
         assert (restored.versions, restored.sources) == (exported.versions, exported.sources)
-        assert dst.evidence_stats()["models"] == {HashEmbedder.name: {"dim": HashEmbedder.dim, "vectors": 9}}
+        assert dst.evidence_stats()["models"] == {EMBEDDER.name: {"dim": EMBEDDER.dim, "vectors": 9}}
         # the restore exports to the same file again, apart from the export time
         assert _export(dst)[1:] == buf.getvalue().splitlines()[1:]
 
@@ -328,9 +307,9 @@ def _first(lines: list[dict[str, Any]], erased: bool = False) -> dict[str, Any]:
 @pytest.mark.parametrize(
     "mutate, message",
     [
-        (lambda ls: _first(ls)["vectors"].update({HashEmbedder.name: "AAAA"}), "is not 24 float32 values"),
+        (lambda ls: _first(ls)["vectors"].update({EMBEDDER.name: "AAAA"}), "is not 24 float32 values"),
         (lambda ls: _first(ls)["vectors"].update({"other-model": "AAAA"}), "'other-model' is not defined"),
-        (lambda ls: _first(ls)["vectors"].update({HashEmbedder.name: "not base64!"}), "not valid base64"),
+        (lambda ls: _first(ls)["vectors"].update({EMBEDDER.name: "not base64!"}), "not valid base64"),
         (lambda ls: _first(ls, erased=True).__setitem__("text", "the secret"), "is erased"),
         (lambda ls: ls.append(_first(ls)), "appears twice"),
         (lambda ls: _first(ls).__setitem__("recorded_at", "2025-13-01"), r"line \d+: invalid time for recorded_at"),
