@@ -269,6 +269,7 @@ class Restorer:
         self.tombstones = 0
         self.vector_count = 0
         self._rows: list[Row] = []
+        self._new_fact_ids: list[str] = []  # not yet checked against the store (see _flush)
         self._sources: list[tuple[str, str | None, str | None, int]] = []
         self._times: list[tuple[int, int, int, str, int]] = []
         self._vectors: dict[int, list[tuple[int, int, bytes]]] = {}  # model id -> (rowid, ns, bytes)
@@ -323,6 +324,11 @@ class Restorer:
         return ConflictError(f"{what} already exists in this database; {self.elsewhere}")
 
     def _flush(self) -> None:
+        if self._new_fact_ids:
+            taken = self.tx.existing_fact_ids(self._new_fact_ids)
+            if taken:
+                raise self._taken(f"fact {next(f for f in self._new_fact_ids if f in taken)}")
+            self._new_fact_ids = []
         if self._rows:
             self.tx.insert_rows(self._rows)
             self._rows = []
@@ -410,9 +416,8 @@ class Restorer:
         if (fid, version) in self.versions:
             raise InvalidInputError(f"fact {fid} version {version} appears twice")
         if fid not in self.fact_ids:
-            if self.tx.rows_of_fact(fid):
-                raise self._taken(f"fact {fid}")
             self.fact_ids.add(fid)
+            self._new_fact_ids.append(fid)  # checked against the store at the flush
         self.versions.add((fid, version))
         subject = self._ref(self.entities, rec.get("subject"), "subject")
         predicate = self._ref(self.predicates, rec.get("predicate"), "predicate")
