@@ -54,7 +54,6 @@ class TxSQL:
 
         facts = f"SELECT {RAW_COLS} FROM facts WHERE"
         believed = f"system_to = {MAX_US}"
-        self.ph = ph
         # the believed versions of one (subject, predicate) group
         self.believed = f"{facts} subject_id = {ph} AND {believed} AND predicate_id = {ph}"
         self.rows_of_fact = f"{facts} fact_id = {ph} ORDER BY version"
@@ -212,18 +211,6 @@ class BaseTx(ABC):
     # -- fact versions --------------------------------------------------
     def rows_of_fact(self, fact_id: str) -> list[Row]:
         return self._rows(self.sql.rows_of_fact, (fact_id,))
-
-    def existing_fact_ids(self, fact_ids: Sequence[str]) -> set[str]:
-        """Which of ``fact_ids`` the store holds (any namespace): a restore
-        checks a batch in a few statements, not one round trip per fact."""
-        found: set[str] = set()
-        ids = list(fact_ids)
-        for i in range(0, len(ids), 500):
-            chunk = ids[i:i + 500]
-            marks = ", ".join([self.sql.ph] * len(chunk))
-            found.update(str(f) for (f,) in self._execute(
-                f"SELECT DISTINCT fact_id FROM facts WHERE fact_id IN ({marks})", chunk))
-        return found
 
     def rows_closed_by(self, ns_id: int, closed_by: str) -> list[Row]:
         return self._rows(self.sql.rows_closed_by, (closed_by, ns_id))

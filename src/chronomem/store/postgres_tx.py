@@ -486,6 +486,12 @@ class PgTx(BaseTx, PgEpisodeTxMixin):
                     )
         return flags
 
+    def existing_fact_ids(self, fact_ids: Sequence[str]) -> set[str]:
+        """Which of ``fact_ids`` the store holds (any namespace), in one
+        statement: a restore checks a batch, not one round trip per fact."""
+        rows = self.conn.execute("SELECT DISTINCT fact_id FROM facts WHERE fact_id = ANY(%s)", (list(fact_ids),))
+        return {str(f) for (f,) in rows}
+
     def insert_rows(self, rows: Sequence[Row]) -> None:
         if not rows:
             return

@@ -112,6 +112,17 @@ class SQLiteTx(BaseTx, EpisodeTxMixin):
     def believed_rows(self, subject_id: int, predicate_id: int) -> list[Row]:
         return [Row(*r) for r in self.con.execute(self.sql.believed, (subject_id, predicate_id))]
 
+    def existing_fact_ids(self, fact_ids: Sequence[str]) -> set[str]:
+        """Which of ``fact_ids`` the store holds (any namespace), 500 per
+        statement: a restore checks a batch, not one query per fact."""
+        ids = list(fact_ids)
+        found: set[str] = set()
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            found.update(f for (f,) in self.con.execute(
+                f"SELECT DISTINCT fact_id FROM facts WHERE {_in('fact_id', chunk)}", chunk))
+        return found
+
     def insert_rows(self, rows: Sequence[Row]) -> None:
         values = [fact_values(r) for r in rows]
         if len(values) >= REBUILD_MIN_ROWS:
