@@ -6,8 +6,8 @@ import datetime as _dt
 import os
 from typing import TYPE_CHECKING, Any
 
-from .errors import InvalidInputError
 from .memory import Memory
+from .store import open_store, resolve_url
 from .store.base import Store
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -15,28 +15,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["open", "open_store_at", "resolve_url"]
 
-SQLITE_DURABILITY = ("normal", "full")
-
-
-def resolve_url(target: str | os.PathLike[str]) -> tuple[str, str]:
-    """Return ``(backend, location)`` for a path or URL."""
-    text = os.fspath(target)
-    if not isinstance(text, str) or not text:
-        raise InvalidInputError("open() needs a path, ':memory:' or a URL")
-    if text == ":memory:":
-        return "sqlite", ":memory:"
-    if text.startswith("sqlite://"):
-        rest = text[len("sqlite://"):]
-        if rest in ("", "/:memory:", ":memory:"):
-            return "sqlite", ":memory:"
-        if rest.startswith("/"):
-            rest = rest[1:]
-        return "sqlite", rest if rest.startswith("/") or rest.startswith(".") else ("/" + rest if text.startswith("sqlite:////") else rest)
-    if text.startswith(("postgresql://", "postgres://")):
-        return "postgresql", text
-    if "://" in text:
-        raise InvalidInputError(f"unsupported store URL {text!r}: use a file path, sqlite:///path or postgresql://...")
-    return "sqlite", text
+# resolve_url (``(backend, location)`` for a path or URL) and the dispatch to
+# a backend live in ``store/``: the one place that knows the backends
 
 
 def open(
@@ -88,16 +68,4 @@ def open_store_at(
 ) -> Store:
     """Open (creating if needed) the store behind a path or URL, without
     choosing a namespace (``chronomem copy`` and ``migrate`` use it)."""
-    backend, location = resolve_url(target)
-    if backend == "sqlite":
-        from .store.sqlite import SQLiteStore
-
-        if durability not in SQLITE_DURABILITY:
-            raise InvalidInputError(
-                f"durability must be 'normal' or 'full' on SQLite, not {durability!r}"
-                + (" ('async' is PostgreSQL's)" if durability == "async" else "")
-            )
-        return SQLiteStore(location, clock=clock, durability=durability, busy_timeout=busy_timeout)
-    from .store import open_store
-
-    return open_store(location, clock=clock, durability=durability)
+    return open_store(target, clock=clock, durability=durability, busy_timeout=busy_timeout)

@@ -93,8 +93,8 @@ def _little_endian(blob: bytes) -> bytes:
 _native = _little_endian  # the swap is its own inverse
 
 
-def _has_episodes(store: object) -> bool:
-    return hasattr(store, "lexical_search")
+def _has_episodes(store: Store) -> bool:
+    return store.capabilities.episodes
 
 
 def namespace_is_empty(store: Store, ns_id: int) -> bool:
@@ -497,7 +497,7 @@ class Restorer:
 
     # -- the episode side ---------------------------------------------------------------------
     def _etx(self) -> EpisodeWriteTx:
-        if not hasattr(self.tx, "restore_episode"):
+        if not self.tx.capabilities.episodes:
             raise StoreError(f"the {type(self.tx).__name__} backend does not store episodes")
         return cast(EpisodeWriteTx, self.tx)
 
@@ -510,7 +510,7 @@ class Restorer:
             raise InvalidInputError("an embedding model's dim must be a positive integer")
         if name in self.models:
             raise InvalidInputError(f"embedding model {name!r} appears twice")
-        if not hasattr(self.tx, "restore_episode"):
+        if not self.tx.capabilities.episodes:
             return  # a store without episodes has nothing to embed; a model alone carries nothing
         self.models[name] = (self._etx().embedding_model_id(name, dim), dim)
 

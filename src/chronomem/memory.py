@@ -90,7 +90,7 @@ class Memory(EvidenceMixin, IdentityMixin):
         self.namespace = namespace
         self.tz = get_timezone(timezone)
         self._tzname = timezone_name(self.tz)
-        self._clock = clock if clock is not None else getattr(store, "_clock", None)
+        self._clock = clock if clock is not None else store.clock
         ns_id = store.namespace_id(namespace)
         assert ns_id is not None
         self._ns = ns_id

@@ -16,10 +16,10 @@ from rich.table import Table
 from rich.text import Text
 
 from .._jsonobj import load_object
-from .._open import resolve_url
 from ..errors import StoreError
 from ..memory import Memory
 from ..models import Fact
+from ..store import missing_local_file
 from ..timeutil import Precision, format_us, to_us
 
 __all__ = [
@@ -85,10 +85,10 @@ class State:
             import chronomem
 
             target = self.db_path
-            backend, location = resolve_url(target)
-            if not create and backend == "sqlite" and location != ":memory:" and not os.path.exists(location):
+            missing = missing_local_file(target)
+            if not create and missing is not None:
                 raise StoreError(
-                    f"no memory database at {location}; add a fact first or point --db (or CHRONOMEM_DB) "
+                    f"no memory database at {missing}; add a fact first or point --db (or CHRONOMEM_DB) "
                     "at an existing file"
                 )
             self._mem = chronomem.open(target, namespace=self.namespace, timezone=self.timezone,

@@ -7,7 +7,6 @@ Both work on any backend: a file path, ``sqlite:///path`` or
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import click
 from rich.console import Console
@@ -75,7 +74,7 @@ def migrate_cmd() -> None:
     st = state()
     store = open_store_at(st.db_path)
     try:
-        version: Any = getattr(store, "schema_version", lambda: None)()
+        version = store.schema_version()
         url = store.url
     finally:
         store.close()

@@ -165,7 +165,7 @@ class EvidenceMixin:
     @property
     def _es(self) -> EpisodeStore:
         store = self._store
-        if not hasattr(store, "lexical_search"):
+        if not store.capabilities.episodes:
             raise StoreError(f"the {type(store).__name__} backend does not store episodes yet")
         return cast(EpisodeStore, store)
 
@@ -451,7 +451,7 @@ class EvidenceMixin:
         cache = getattr(self, "_vectors", None)
         if cache is not None:
             cache.invalidate()
-        drop_ann_files(getattr(self._store, "path", None), self._ns)
+        drop_ann_files(self._store.capabilities.local_path, self._ns)
         self._es.after_erasure("episode")
         return retracted
 
@@ -601,7 +601,7 @@ class EvidenceMixin:
             got = None
             if slot.size >= cfg.ann_threshold:
                 got = cache.ann_search(slot, qvec, pool, f, superseded, cfg.dense_context,
-                                       getattr(self._store, "path", None), (self._ns, model[0]))
+                                       self._store.capabilities.local_path, (self._ns, model[0]))
             dense = got if got is not None else cache.search(slot, qvec, pool, f, superseded, cfg.dense_context)
         return self._fuse(query, lexical, dense, cfg, at_us, k, view)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ..errors import InvalidInputError
 from ..models import Fact
@@ -17,6 +17,7 @@ from .models import Hit, Recall, RecallItem
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..memory import Memory
+    from ..store.base import EpisodeStore
 
 __all__ = ["estimate_tokens", "recall"]
 
@@ -67,9 +68,8 @@ def _find_entities(mem: "Memory", question: str) -> tuple[list[str], list[str]]:
             key = normalize_key(w, "name")
         except InvalidInputError:
             continue
-        prefix_lookup = getattr(mem.store, "entity_names_with_prefix", None)
-        if prefix_lookup is not None:
-            found = list(prefix_lookup(mem._ns, key[:4], 5))
+        if mem.store.capabilities.entity_prefix_search:
+            found = list(cast("EpisodeStore", mem.store).entity_names_with_prefix(mem._ns, key[:4], 5))
         else:  # a backend without the prefix primitive: substring scan
             found = [rec.name for rec in mem.store.entities_by_key_substring(mem._ns, key[:4], 5)]
         for name in found:

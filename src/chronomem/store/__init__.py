@@ -1,20 +1,72 @@
-"""Storage backends behind one protocol (:mod:`chronomem.store.base`)."""
+"""Storage backends behind one protocol (:mod:`chronomem.store.base`), and
+the one dispatcher from a path or URL to a backend: :func:`resolve_url`,
+:func:`open_store` and :func:`missing_local_file`."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from ..errors import InvalidInputError
-from .base import Store
+from .base import Capabilities, Store
 
-__all__ = ["Store", "open_store"]
+__all__ = ["Capabilities", "SQLITE_DURABILITY", "Store", "missing_local_file", "open_store", "resolve_url"]
+
+SQLITE_DURABILITY = ("normal", "full")
 
 
-def open_store(url: str, *, clock: Any = None, durability: str = "normal") -> Store:
-    """Open a server-backed store by URL (``durability``: see
-    ``docs/postgres.md``, "Durability")."""
-    if url.startswith(("postgresql://", "postgres://")):
-        from .postgres import PostgresStore
+def resolve_url(target: str | os.PathLike[str]) -> tuple[str, str]:
+    """Return ``(backend, location)`` for a path or URL."""
+    text = os.fspath(target)
+    if not isinstance(text, str) or not text:
+        raise InvalidInputError("open() needs a path, ':memory:' or a URL")
+    if text == ":memory:":
+        return "sqlite", ":memory:"
+    if text.startswith("sqlite://"):
+        rest = text[len("sqlite://"):]
+        if rest in ("", "/:memory:", ":memory:"):
+            return "sqlite", ":memory:"
+        if rest.startswith("/"):
+            rest = rest[1:]
+        return "sqlite", rest if rest.startswith("/") or rest.startswith(".") else ("/" + rest if text.startswith("sqlite:////") else rest)
+    if text.startswith(("postgresql://", "postgres://")):
+        return "postgresql", text
+    if "://" in text:
+        raise InvalidInputError(f"unsupported store URL {text!r}: use a file path, sqlite:///path or postgresql://...")
+    return "sqlite", text
 
-        return PostgresStore(url, clock=clock, durability=durability)
-    raise InvalidInputError(f"unsupported store URL {url!r}")
+
+def missing_local_file(target: str | os.PathLike[str]) -> str | None:
+    """The local database file that ``target`` names, if it does not exist
+    yet (opening it would create it); ``None`` for ``":memory:"``, a server
+    URL or an existing file. Raises :class:`InvalidInputError` for a target
+    :func:`resolve_url` refuses."""
+    backend, location = resolve_url(target)
+    if backend == "sqlite" and location != ":memory:" and not os.path.exists(location):
+        return location
+    return None
+
+
+def open_store(
+    url: str | os.PathLike[str],
+    *,
+    clock: Any = None,
+    durability: str = "normal",
+    busy_timeout: float = 30.0,
+) -> Store:
+    """Open (creating if needed) the store behind a path or URL (see
+    :func:`resolve_url`). ``durability``: see :func:`chronomem.open` and
+    ``docs/postgres.md``, "Durability"; ``busy_timeout`` is SQLite's."""
+    backend, location = resolve_url(url)
+    if backend == "sqlite":
+        from .sqlite import SQLiteStore
+
+        if durability not in SQLITE_DURABILITY:
+            raise InvalidInputError(
+                f"durability must be 'normal' or 'full' on SQLite, not {durability!r}"
+                + (" ('async' is PostgreSQL's)" if durability == "async" else "")
+            )
+        return SQLiteStore(location, clock=clock, durability=durability, busy_timeout=busy_timeout)
+    from .postgres import PostgresStore
+
+    return PostgresStore(location, clock=clock, durability=durability)

@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar, Iterator, Protocol, Sequence
 
 from ..timeutil import MAX_US
-from .base import FACT_COLUMNS, PredicateRecord, Row
+from .base import FACT_COLUMNS, Capabilities, PredicateRecord, Row
 
 __all__ = ["BaseTx", "INSERT_COLS", "RAW_COLS", "TxSQL", "fact_values"]
 
@@ -127,6 +127,8 @@ class TxStore(Protocol):
     _entity_cache: dict[tuple[int, str], int]
     _pred_cache: dict[tuple[int, str], PredicateRecord]
 
+    @property
+    def capabilities(self) -> Capabilities: ...
     def predicate(self, ns_id: int, key: str) -> PredicateRecord | None: ...
 
 
@@ -137,6 +139,11 @@ class BaseTx(ABC):
     store: TxStore
     now: int
     _new_entities: set[int]
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """The store's (``Store.capabilities``)."""
+        return self.store.capabilities
 
     # -- hooks ----------------------------------------------------------
     @abstractmethod

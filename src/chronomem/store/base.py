@@ -14,9 +14,9 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal, Protocol, Sequence
 
-from ..timeutil import MAX_US
+from ..timeutil import MAX_US, Clock
 
-__all__ = ["EntityRecord", "FactQuery", "FACT_COLUMNS", "PredicateRecord", "READ_COLUMNS", "Row", "Store", "WriteTx", "ObjKey"]
+__all__ = ["Capabilities", "EntityRecord", "FactQuery", "FACT_COLUMNS", "PredicateRecord", "READ_COLUMNS", "Row", "Store", "WriteTx", "ObjKey"]
 
 ObjKey = tuple[int | None, str | None]
 
@@ -207,10 +207,33 @@ class EpisodeFilter:
     until: int | None = None
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What a store can do beyond :class:`Store`, declared by its backend.
+
+    Code outside ``store/`` asks these instead of probing a store or a
+    transaction for methods, or asking which backend it is.
+    """
+
+    # it is an :class:`EpisodeStore` (evidence memory) and its ``write()``
+    # yields an :class:`EpisodeWriteTx`
+    episodes: bool
+    # it has ``entity_names_with_prefix`` (else callers scan with
+    # ``entities_by_key_substring``)
+    entity_prefix_search: bool
+    # the local file the store lives in, for caches kept beside it (the ANN
+    # index files); ``None`` for an in-memory or a server store
+    local_path: str | None = None
+
+
 class WriteTx(Protocol):
     """Primitives available inside one atomic write transaction."""
 
     now: int
+
+    # the store's capabilities (``Store.capabilities``)
+    @property
+    def capabilities(self) -> Capabilities: ...
 
     # shared writes (Store.write(shared=True)): lock the names the transaction
     # may create and the (subject, predicate) groups it writes, before reading
@@ -259,6 +282,14 @@ class Store(Protocol):
     """A storage backend. Opened once per :class:`~chronomem.Memory`."""
 
     url: str
+
+    @property
+    def capabilities(self) -> Capabilities: ...
+    # where the store's system time comes from (a Memory without its own
+    # clock reads the store's)
+    @property
+    def clock(self) -> Clock: ...
+    def schema_version(self) -> int: ...
 
     def write(self, *, shared: bool = False) -> AbstractContextManager[WriteTx]: ...
     def read(self) -> AbstractContextManager[Any]: ...

@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from ..errors import MissingExtraError, SchemaVersionError, StoreError
-from ..timeutil import MAX_US, SystemClock, from_us, peek_clock, to_us
+from ..timeutil import MAX_US, Clock, SystemClock, from_us, peek_clock, to_us
 from . import _fork
-from .base import EntityRecord, EpisodeStore, FactQuery, PredicateRecord, Row
+from .base import Capabilities, EntityRecord, EpisodeStore, FactQuery, PredicateRecord, Row
 from ._basestore import RowReadsMixin, StoreSQL
 from ._basetx import RAW_COLS
 from ._factsql import SELECT_FACT, SELECT_READ, compose_fact_sql
@@ -105,6 +105,8 @@ class PostgresStore(RowReadsMixin, PgEpisodeStoreMixin):
     backend = "postgresql"
     _rows_sql = StoreSQL("%s")
     pgvector = False
+    # episodes and prefix search; a server store has no local file
+    capabilities = Capabilities(episodes=True, entity_prefix_search=True, local_path=None)
 
     def __init__(self, url: str, *, clock: Any = None, pool_size: int = 4, connect_timeout: float = 10.0,
                  durability: str = "normal") -> None:
@@ -119,7 +121,7 @@ class PostgresStore(RowReadsMixin, PgEpisodeStoreMixin):
         conninfo, schema = split_schema(url)
         self.schema = schema
         self.url = _redact(url)
-        self._clock = clock or SystemClock()
+        self._clock: Clock = clock or SystemClock()
         kwargs: dict[str, Any] = {"autocommit": True, "connect_timeout": max(1, int(connect_timeout))}
         # the URL's options (e.g. -c synchronous_commit=off, which "normal"
         # durability follows) as a parameter: split_schema re-encodes a
@@ -233,6 +235,10 @@ class PostgresStore(RowReadsMixin, PgEpisodeStoreMixin):
         with self._conn() as conn:
             row = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
             return int(row[0] or 0)
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
 
     def close(self) -> None:
         if not self._closed:

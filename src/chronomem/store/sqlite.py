@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 from ..errors import SchemaVersionError, StoreError, StoreLockedError
-from ..timeutil import MAX_US, SystemClock, from_us, peek_clock, to_us
+from ..timeutil import MAX_US, Clock, SystemClock, from_us, peek_clock, to_us
 from . import _fork
-from .base import READ_COLUMNS, EntityRecord, FactQuery, PredicateRecord, Row
+from .base import READ_COLUMNS, Capabilities, EntityRecord, FactQuery, PredicateRecord, Row
 from ._basestore import RowReadsMixin, StoreSQL
 from ._factsql import SELECT_FACT, SELECT_READ, caller_sorts, compose_fact_sql, cutoff_shape, limit_cutoff
 from .migrations import load_migrations
@@ -80,7 +80,7 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
     ) -> None:
         self.path = path
         self.url = "sqlite:///" + path if path != ":memory:" else "sqlite://:memory:"
-        self._clock = clock or SystemClock()
+        self._clock: Clock = clock or SystemClock()
         self._lock = threading.RLock()
         if path != ":memory:":
             parent = Path(path).expanduser().resolve().parent
@@ -233,6 +233,17 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
     def schema_version(self) -> int:
         row = self._con.execute("SELECT max(version) FROM schema_migrations").fetchone()
         return int(row[0] or 0)
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """Episodes and prefix search; a file store names its file (an
+        in-memory one has none)."""
+        return Capabilities(episodes=True, entity_prefix_search=True,
+                            local_path=None if self.path == ":memory:" else self.path)
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
 
     def close(self) -> None:
         if self._foreign_of is not None:
