@@ -4,6 +4,7 @@ and the typing marker."""
 from __future__ import annotations
 
 import inspect
+import re
 from importlib import resources
 
 import chronomem
@@ -21,12 +22,26 @@ EXPECTED_ALL = {
     "Stats", "Volatility",
     # evidence
     "Episode", "Hit", "FactNote", "ScoreParts", "Recall", "RecallItem", "SearchConfig", "TimeSpan", "Embedder",
-    "EpisodeNotFoundError",
     # errors
     "ChronomemError", "InvalidInputError", "InvalidTimeError", "InvalidIntervalError", "InvalidNameError",
     "CardinalityError", "NotFoundError", "FactNotFoundError", "EntityNotFoundError", "PredicateNotFoundError",
     "ConflictError", "AliasConflictError", "ConfirmationRequiredError", "StoreError", "SchemaVersionError",
-    "StoreLockedError", "MissingExtraError", "ExportVersionError",
+    "StoreLockedError", "MissingExtraError", "ExportVersionError", "EpisodeNotFoundError", "UnsafeBindError",
+}
+
+#: errors of chronomem.errors that a caller of the memory API never sees (the
+#: web server answers them as 401/403; the installer behind ``chronomem
+#: install`` raises the other two), so ``chronomem`` does not export them
+INTERNAL_ERRORS = {"AuthenticationError", "ForbiddenError", "InstallError", "ConfigFormatError"}
+
+#: where each error used to live; those imports keep working
+OLD_HOMES = {
+    "EpisodeNotFoundError": ["chronomem.evidence", "chronomem.evidence.episodes"],
+    "UnsafeBindError": ["chronomem.server"],
+    "AuthenticationError": ["chronomem.web.errors"],
+    "ForbiddenError": ["chronomem.web.errors"],
+    "InstallError": ["chronomem.install", "chronomem.install.core"],
+    "ConfigFormatError": ["chronomem.install.formats"],
 }
 
 MEMORY_METHODS = {
@@ -35,7 +50,7 @@ MEMORY_METHODS = {
     "neighbors", "paths", "search_facts", "stats", "with_decay", "entity", "entities", "set_entity", "alias",
     "merge", "unmerge", "define_predicate", "predicates", "predicate", "now", "parse_time", "close",
     "add_episode", "add_episodes", "supersede_episode", "erase_episode", "episode", "episode_facts", "episodes",
-    "search", "recall", "reindex", "use_embedder", "evidence_stats",
+    "search", "recall", "reindex", "use_embedder", "evidence_stats", "invalidate_fact",
 }
 
 
@@ -66,7 +81,8 @@ def test_memory_public_methods_exist_and_are_documented() -> None:
     documented = {"add_fact", "add_facts", "invalidate", "correct", "retract", "erase", "facts", "current",
                   "between", "history", "fact", "versions", "evidence", "timeline", "diff", "conflicts",
                   "volatility", "neighbors", "paths", "search_facts", "with_decay", "entity", "set_entity",
-                  "alias", "merge", "unmerge", "define_predicate", "facts_sql", "now", "parse_time"}
+                  "alias", "merge", "unmerge", "define_predicate", "facts_sql", "now", "parse_time",
+                  "invalidate_fact"}
     for name in documented:
         assert inspect.getdoc(getattr(chronomem.Memory, name)), f"Memory.{name} has no docstring"
 
@@ -74,20 +90,61 @@ def test_memory_public_methods_exist_and_are_documented() -> None:
 def test_every_error_derives_from_chronomem_error() -> None:
     classes = [obj for _, obj in inspect.getmembers(chronomem.errors, inspect.isclass)
                if obj.__module__ == chronomem.errors.__name__]
-    assert len(classes) == len(chronomem.errors.__all__)
+    assert sorted(cls.__name__ for cls in classes) == sorted(chronomem.errors.__all__)
+    assert list(chronomem.errors.__all__) == sorted(chronomem.errors.__all__)
+    assert INTERNAL_ERRORS <= set(chronomem.errors.__all__)
     for cls in classes:
         assert issubclass(cls, chronomem.ChronomemError), cls
         assert cls.__doc__, f"{cls.__name__} has no docstring"
-        assert getattr(chronomem, cls.__name__) is cls, f"{cls.__name__} not exported"
+        if cls.__name__ in INTERNAL_ERRORS:
+            assert not hasattr(chronomem, cls.__name__), f"{cls.__name__} is internal but exported"
+        else:
+            assert getattr(chronomem, cls.__name__) is cls, f"{cls.__name__} not exported"
+
+
+def test_every_error_class_lives_in_chronomem_errors() -> None:
+    import importlib
+    import pkgutil
+
+    for info in pkgutil.walk_packages(chronomem.__path__, "chronomem."):
+        if info.name.endswith(".__main__"):
+            continue
+        try:
+            module = importlib.import_module(info.name)
+        except ImportError:  # an optional extra is missing
+            continue
+        for name, obj in vars(module).items():
+            if (inspect.isclass(obj) and issubclass(obj, chronomem.ChronomemError)
+                    and obj.__module__ == module.__name__ and module is not chronomem.errors):
+                raise AssertionError(f"{module.__name__}.{name} is defined outside chronomem.errors")
+
+
+def test_errors_stay_importable_from_their_old_homes() -> None:
+    import importlib
+
+    for name, modules in OLD_HOMES.items():
+        for module in modules:
+            assert getattr(importlib.import_module(module), name) is getattr(chronomem.errors, name), (module, name)
+
+
+def test_error_tree_in_the_docs_names_every_error() -> None:
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "python-api.md").read_text(encoding="utf-8")
+    tree = doc.split("## Errors", 1)[1].split("```", 2)[1]
+    for name in chronomem.errors.__all__:
+        assert re.search(rf"\b{name}\b", tree), f"{name} missing from the docs' error tree"
+        assert re.search(rf"\b{name}\b", chronomem.errors.__doc__ or ""), f"{name} missing from chronomem.errors' tree"
 
 
 def test_error_tree_shape() -> None:
     e = chronomem
     invalid: list[type[Exception]] = [e.InvalidTimeError, e.InvalidIntervalError, e.InvalidNameError,
-                                      e.CardinalityError, e.ExportVersionError]
+                                      e.CardinalityError, e.ExportVersionError, e.UnsafeBindError]
     for sub in invalid:
         assert issubclass(sub, e.InvalidInputError)
-    missing: list[type[Exception]] = [e.FactNotFoundError, e.EntityNotFoundError, e.PredicateNotFoundError]
+    missing: list[type[Exception]] = [e.FactNotFoundError, e.EntityNotFoundError, e.PredicateNotFoundError,
+                                      e.EpisodeNotFoundError]
     for sub in missing:
         assert issubclass(sub, e.NotFoundError)
     assert issubclass(e.AliasConflictError, e.ConflictError)
@@ -95,6 +152,9 @@ def test_error_tree_shape() -> None:
     assert issubclass(e.InvalidInputError, ValueError)
     assert issubclass(e.NotFoundError, LookupError)
     assert issubclass(e.MissingExtraError, ImportError)
+    errors = chronomem.errors
+    for cls in (errors.AuthenticationError, errors.ForbiddenError, errors.InstallError, errors.ConfigFormatError):
+        assert cls.__bases__ == (e.ChronomemError,), cls
 
 
 def test_error_messages() -> None:

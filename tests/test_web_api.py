@@ -129,6 +129,8 @@ def test_post_invalidate(client: Client, mem: Memory) -> None:
     err(client.post(f"/api/facts/{dave}/invalidate", json={"ended": "2018"}), 400, "InvalidIntervalError")
     err(client.post(f"/api/facts/{dave}/invalidate", json={"when": "2020"}), 400, "InvalidInputError")
     err(client.post(f"/api/facts/{dave}/invalidate", json={"ended": "someday"}), 400, "InvalidTimeError")
+    err(client.post(f"/api/facts/{dave}/invalidate", json={"reason": 5}), 400, "InvalidInputError")
+    assert mem.fact(dave).valid_to is None
     old = next(f.id for f in mem.history("Acme") if f.object == "Carol")
     err(client.post(f"/api/facts/{old}/invalidate", json={}), 404, "FactNotFoundError")
 

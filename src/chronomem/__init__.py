@@ -15,6 +15,7 @@ from .errors import (
     ConfirmationRequiredError,
     ConflictError,
     EntityNotFoundError,
+    EpisodeNotFoundError,
     ExportVersionError,
     FactNotFoundError,
     InvalidInputError,
@@ -27,11 +28,11 @@ from .errors import (
     SchemaVersionError,
     StoreError,
     StoreLockedError,
+    UnsafeBindError,
 )
 from .evidence import (
     Embedder,
     Episode,
-    EpisodeNotFoundError,
     FactNote,
     Hit,
     Recall,
@@ -105,6 +106,7 @@ __all__ = [
     "SystemClock",
     "TimePoint",
     "TimeSpan",
+    "UnsafeBindError",
     "Volatility",
     "__version__",
     "normalize_key",

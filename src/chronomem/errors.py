@@ -9,31 +9,46 @@
     │   ├── InvalidIntervalError     valid_to <= valid_from, or an empty interval
     │   ├── InvalidNameError         an empty / unusable entity or predicate name
     │   ├── CardinalityError         a write that would break a predicate's cardinality
-    │   └── ExportVersionError       an export's format_version this chronomem cannot read
+    │   ├── ExportVersionError       an export's format_version this chronomem cannot read
+    │   └── UnsafeBindError          serving a non-loopback address without a bearer token
     ├── NotFoundError                (also a LookupError)
     │   ├── FactNotFoundError
     │   ├── EntityNotFoundError
-    │   └── PredicateNotFoundError
+    │   ├── PredicateNotFoundError
+    │   └── EpisodeNotFoundError
     ├── ConflictError                the request contradicts stored state
     │   └── AliasConflictError       the alias already names another entity
     ├── ConfirmationRequiredError    erase() without confirm=True
     ├── StoreError                   the storage backend failed or is unusable
     │   ├── SchemaVersionError       database written by a newer chronomem
     │   └── StoreLockedError         could not get the write lock in time
-    └── MissingExtraError            an optional dependency is not installed
+    ├── MissingExtraError            an optional dependency is not installed
+    ├── AuthenticationError          web: a request without the required bearer token (401)
+    ├── ForbiddenError               web: a wrong token, foreign Host or Origin (403)
+    ├── InstallError                 ``chronomem install``: the request cannot be carried out
+    └── ConfigFormatError            ``chronomem install``: an agent config file cannot be edited
+
+The last four are raised and handled inside the web server and the
+installer (they become HTTP statuses and CLI messages), so they are not
+exported from the top-level ``chronomem`` package; import them from here.
 """
 
 from __future__ import annotations
 
 __all__ = [
     "AliasConflictError",
+    "AuthenticationError",
     "CardinalityError",
     "ChronomemError",
+    "ConfigFormatError",
     "ConfirmationRequiredError",
     "ConflictError",
     "EntityNotFoundError",
+    "EpisodeNotFoundError",
     "ExportVersionError",
     "FactNotFoundError",
+    "ForbiddenError",
+    "InstallError",
     "InvalidInputError",
     "InvalidIntervalError",
     "InvalidNameError",
@@ -44,6 +59,7 @@ __all__ = [
     "SchemaVersionError",
     "StoreError",
     "StoreLockedError",
+    "UnsafeBindError",
 ]
 
 
@@ -104,6 +120,10 @@ class ExportVersionError(InvalidInputError):
         super().__init__(f"unsupported export format version: format_version is {version!r}; {why}")
 
 
+class UnsafeBindError(InvalidInputError):
+    """Binding a non-loopback address without a bearer token."""
+
+
 class NotFoundError(ChronomemError, LookupError):
     """The thing asked for does not exist (in this namespace)."""
 
@@ -118,6 +138,10 @@ class EntityNotFoundError(NotFoundError):
 
 class PredicateNotFoundError(NotFoundError):
     """No predicate has that name."""
+
+
+class EpisodeNotFoundError(NotFoundError):
+    """No episode has that id in this namespace."""
 
 
 class ConflictError(ChronomemError):
@@ -153,3 +177,19 @@ class MissingExtraError(ChronomemError, ImportError):
         super().__init__(
             f"{package} is not installed; install it with: pip install 'chronomem[{extra}]'"
         )
+
+
+class AuthenticationError(ChronomemError):
+    """The request carries no bearer token but the server requires one (401)."""
+
+
+class ForbiddenError(ChronomemError):
+    """The request's bearer token is wrong (403)."""
+
+
+class InstallError(ChronomemError):
+    """The install request cannot be carried out (unknown client, unsupported scope, unreadable config)."""
+
+
+class ConfigFormatError(ChronomemError):
+    """An existing agent config file cannot be read or safely edited."""

@@ -357,6 +357,38 @@ class Memory(EvidenceMixin, IdentityMixin):
             self._flush(tx, work)
         return self._fact_by_row(result, work)
 
+    def invalidate_fact(self, fact_id: str, ended: TimeLike | None = None, *, reason: str | None = None) -> Fact:
+        """:meth:`invalidate` by id: close the valid interval of the believed
+        version of ``fact_id`` at ``ended`` (default now), finding and closing
+        it in one write transaction. Raises :class:`FactNotFoundError` if no
+        such fact is believed in this namespace and
+        :class:`InvalidIntervalError` if ``ended`` does not lie inside its
+        valid interval (at its start it would leave an empty interval: use
+        :meth:`retract` if it was never true). Returns the new, ended version."""
+        end = parse_time(ended, "ended", self.tz) if ended is not None else TimePoint(self._now_us(), Precision.MICROSECOND)
+        with self._store.write(shared=True) as tx:
+            # a fact's (subject, predicate) group changes only in exclusive
+            # writes (correct, merge), so it can be read before locking it
+            rows = tx.rows_of_fact(fact_id)
+            if not rows or rows[0].ns_id != self._ns:
+                raise FactNotFoundError(f"no fact with id {fact_id!r} in namespace {self.namespace!r}")
+            tx.lock_groups([(rows[0].subject_id, rows[0].predicate_id)])  # may move tx.now: TxWork starts after
+            work = self._work(tx)
+            target = self._believed(tx, work, fact_id)
+            if not target.vf < end.us < target.vt:
+                fact = row_to_fact(self._named(target), 0, self.namespace, self._tzname)
+                if target.vf == end.us:
+                    raise InvalidIntervalError(
+                        f"{fact.subject} -{fact.predicate}-> {fact.object} starts at {end}; ending it there leaves "
+                        "an empty interval: use retract() if it was never true"
+                    )
+                raise InvalidIntervalError(
+                    f"fact {fact_id} {fact.interval_text} is not valid at {end}, so it cannot end there"
+                )
+            result = work.truncate(target, end.us, int(end.precision), reason or "invalidated")
+            self._flush(tx, work)
+        return self._fact_by_row(result, work)
+
     def correct(self, fact_id: str, **changes: Any) -> Fact:
         """The record was wrong: write a corrected version of ``fact_id``.
 

@@ -17,7 +17,7 @@ import os
 import socket
 from typing import Any, AsyncContextManager, Callable
 
-from .errors import InvalidInputError, MissingExtraError
+from .errors import InvalidInputError, MissingExtraError, UnsafeBindError
 from .memory import Memory
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "UnsafeBindError", "build_app", "is_loopback", "bind", "resolve_token", "run_app", "serve"]
@@ -27,10 +27,6 @@ log = logging.getLogger("chronomem.server")
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 TOKEN_ENV = "CHRONOMEM_TOKEN"
-
-
-class UnsafeBindError(InvalidInputError):
-    """Binding a non-loopback address without a bearer token."""
 
 
 def is_loopback(host: str) -> bool:

@@ -82,6 +82,8 @@ WRITE_CASES: list[tuple[str, Call, type[ChronomemError]]] = [
     ("define empty", lambda m: m.define_predicate(" "), InvalidNameError),
     ("invalidate bad time", lambda m: m.invalidate("Kai", "works_at", "Acme", ended="later"), InvalidTimeError),
     ("invalidate unknown", lambda m: m.invalidate("Kai", "works_at", "Nimbus"), FactNotFoundError),
+    ("invalidate_fact bad time", lambda m: m.invalidate_fact(m.facts("Kai")[0].id, ended="later"), InvalidTimeError),
+    ("invalidate_fact unknown id", lambda m: m.invalidate_fact("nope"), FactNotFoundError),
     ("correct unknown id", lambda m: m.correct("nope", object="x"), FactNotFoundError),
     ("retract unknown id", lambda m: m.retract("nope"), FactNotFoundError),
     ("merge unknown", lambda m: m.merge("Kai", "Nobody"), EntityNotFoundError),

@@ -8,12 +8,13 @@ from chronomem import (
     ConfirmationRequiredError,
     EntityNotFoundError,
     FactNotFoundError,
+    FakeClock,
     InvalidInputError,
     InvalidIntervalError,
     Memory,
 )
 
-from ._helpers import snapshot, utc, valid_objects_at
+from ._helpers import MemoryFactory, snapshot, utc, valid_objects_at
 
 # -- invalidate -------------------------------------------------------------
 
@@ -102,6 +103,123 @@ def test_invalidate_at_the_start_is_an_empty_interval(mem: Memory) -> None:
     with pytest.raises(InvalidIntervalError):
         mem.invalidate("Kai", "works_at", "Orion", ended="2020")
     assert snapshot(mem) == before
+
+
+# -- invalidate_fact (by id) ----------------------------------------------------
+
+
+def test_invalidate_fact_closes_the_valid_interval(mem: Memory) -> None:
+    f = mem.add_fact("Kai", "works_at", "Orion", "2020")
+    g = mem.invalidate_fact(f.id, "2023-05", reason="left")
+    assert g.id == f.id and g.version == f.version + 1
+    assert g.valid_to == utc(2023, 5) and g.valid_to_text == "2023-05"
+    assert g.invalidated_by == "left" and g.system_to is None
+    assert valid_objects_at(mem, "Kai", "works_at", "2023-04") == ["Orion"]
+    assert valid_objects_at(mem, "Kai", "works_at", "2023-05") == []
+    assert mem.fact(f.id) == g
+
+
+def test_invalidate_fact_gives_what_invalidate_gives(make_memory: MemoryFactory, clock: FakeClock) -> None:
+    by_id, by_triple = make_memory("by_id", clock=clock), make_memory("by_triple", clock=clock)
+    f = by_id.add_fact("Kai", "works_at", "Orion", "2020", source="cv")
+    by_triple.add_fact("Kai", "works_at", "Orion", "2020", source="cv")
+    g = by_id.invalidate_fact(f.id, "2023-05")
+    h = by_triple.invalidate("Kai", "works_at", "Orion", "2023-05")
+    skip = {"id", "system_from", "system_to", "namespace"}
+    assert {k: v for k, v in g.to_dict().items() if k not in skip} == \
+        {k: v for k, v in h.to_dict().items() if k not in skip}
+    assert g.invalidated_by == "invalidated"
+
+
+def test_invalidate_fact_defaults_to_now(mem: Memory) -> None:
+    f = mem.add_fact("Kai", "works_at", "Orion", "2020")
+    now = mem.now()
+    g = mem.invalidate_fact(f.id)
+    assert g.valid_to is not None
+    assert now <= g.valid_to <= g.system_from
+    assert not g.current
+    assert mem.current("Kai") == []
+
+
+def test_invalidate_fact_keeps_history_readable_with_known_at(mem: Memory) -> None:
+    f = mem.add_fact("Kai", "works_at", "Orion", "2020")
+    g = mem.invalidate_fact(f.id, "2023")
+    before = mem.fact(f.id, known_at=f.system_from)
+    assert before.version == f.version and before.valid_to is None and before.system_to == g.system_from
+    assert [x.valid_to_text for x in mem.versions(f.id)] == [None, "2023"]
+    assert valid_objects_at(mem, "Kai", "works_at", "2024") == []
+    assert [x.object for x in mem.facts("Kai", "works_at", as_of="2024", known_at=f.system_from)] == ["Orion"]
+
+
+def test_invalidate_fact_ends_only_that_fact(mem: Memory) -> None:
+    first = mem.add_fact("Kai", "works_at", "Orion", "2010", "2012")
+    second = mem.add_fact("Kai", "works_at", "Orion", "2020")
+    g = mem.invalidate_fact(first.id, "2011")
+    assert g.id == first.id and g.valid_to_text == "2011"
+    assert mem.fact(second.id).valid_to is None
+
+
+def test_invalidate_fact_a_literal(mem: Memory) -> None:
+    f = mem.add_fact("Kai", "nickname", "K", "2020", literal=True)
+    g = mem.invalidate_fact(f.id, "2021")
+    assert g.valid_to_text == "2021" and g.literal and g.object == "K"
+
+
+def test_invalidate_fact_after_a_correction_ends_the_corrected_version(mem: Memory) -> None:
+    f = mem.add_fact("Kai", "works_at", "Orion", "2020")
+    fixed = mem.correct(f.id, object="Nimbus")
+    g = mem.invalidate_fact(f.id, "2022")
+    assert g.version == fixed.version + 1 and g.object == "Nimbus" and g.valid_to_text == "2022"
+
+
+def test_invalidate_fact_unknown_id_raises_and_writes_nothing(mem: Memory) -> None:
+    mem.add_fact("Kai", "works_at", "Orion", "2020")
+    before = snapshot(mem)
+    with pytest.raises(FactNotFoundError):
+        mem.invalidate_fact("no-such-id", "2022")
+    assert snapshot(mem) == before
+
+
+def test_invalidate_fact_of_another_namespace_raises(make_memory: MemoryFactory, mem: Memory) -> None:
+    f = mem.add_fact("Kai", "works_at", "Orion", "2020")
+    other = make_memory("other")
+    with pytest.raises(FactNotFoundError):
+        other.invalidate_fact(f.id, "2022")
+    assert mem.fact(f.id).valid_to is None
+
+
+def test_invalidate_fact_no_longer_believed_raises(mem: Memory) -> None:
+    f = mem.add_fact("Kai", "works_at", "Orion", "2020")
+    mem.retract(f.id)
+    before = snapshot(mem)
+    with pytest.raises(FactNotFoundError):
+        mem.invalidate_fact(f.id, "2022")
+    assert snapshot(mem) == before
+
+
+@pytest.mark.parametrize(
+    "ended",
+    [
+        "2019",  # before it started
+        "2020",  # at its start: an empty interval
+        "2030",  # at its (exclusive) end
+        "2031",  # after it ended
+    ],
+)
+def test_invalidate_fact_outside_its_interval_raises_and_writes_nothing(mem: Memory, ended: str) -> None:
+    f = mem.add_fact("Kai", "works_at", "Orion", "2020", "2030")
+    before = snapshot(mem)
+    with pytest.raises(InvalidIntervalError):
+        mem.invalidate_fact(f.id, ended)
+    assert snapshot(mem) == before
+    assert mem.fact(f.id) == f
+
+
+def test_invalidate_fact_twice_raises(mem: Memory) -> None:
+    f = mem.add_fact("Kai", "works_at", "Orion", "2020")
+    mem.invalidate_fact(f.id, "2022")
+    with pytest.raises(InvalidIntervalError):
+        mem.invalidate_fact(f.id, "2023")
 
 
 # -- correct ------------------------------------------------------------------

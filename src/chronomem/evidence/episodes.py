@@ -18,7 +18,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Sequence, cast
 
 from .._ids import new_id
-from ..errors import ConfirmationRequiredError, ConflictError, InvalidInputError, NotFoundError, StoreError
+from ..errors import ConfirmationRequiredError, ConflictError, EpisodeNotFoundError, InvalidInputError, StoreError
 from ..models import Fact
 from ..store.base import EpisodeFilter, EpisodeRecord, EpisodeStore, EpisodeWriteTx, FactQuery, Store, WriteTx
 from ..timeutil import Precision, TimeLike, from_us, to_us
@@ -79,10 +79,6 @@ def _forget_pool_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool_in_child)
-
-
-class EpisodeNotFoundError(NotFoundError):
-    """No episode has that id in this namespace."""
 
 
 class _Prepared:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
-from ..errors import ChronomemError
+from ..errors import ChronomemError, InstallError
 from .clients import CLIENTS, ClientSpec, Scope, client
 from .formats import (
     ConfigFormatError,
@@ -52,10 +52,6 @@ HOOK_TEXT = (
 )
 # A Claude Code command hook: its JSON output's systemMessage is shown at the end of the turn.
 HOOK_COMMAND = "echo '{\"systemMessage\": \"" + HOOK_TEXT + "\"}'  # " + HOOK_MARKER
-
-
-class InstallError(ChronomemError):
-    """The install request cannot be carried out (unknown client, unsupported scope, unreadable config)."""
 
 
 @dataclass(frozen=True)

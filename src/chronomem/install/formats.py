@@ -19,7 +19,7 @@ import re
 import tomllib
 from typing import Any, Mapping, Sequence
 
-from ..errors import ChronomemError
+from ..errors import ConfigFormatError
 
 __all__ = [
     "ConfigFormatError",
@@ -33,10 +33,6 @@ __all__ = [
     "yaml_remove_child",
     "yaml_set_child",
 ]
-
-
-class ConfigFormatError(ChronomemError):
-    """An existing agent config file cannot be read or safely edited."""
 
 
 # -- JSON / JSONC -------------------------------------------------------------

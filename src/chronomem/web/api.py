@@ -14,7 +14,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ..errors import FactNotFoundError, InvalidInputError, InvalidIntervalError
+from .._candidates import FACT_KEYS
+from ..errors import InvalidInputError
 from ..memory import Memory
 from . import data, evidence
 from .openapi import openapi_document
@@ -26,8 +27,8 @@ DEFAULT_LIMIT = 1000
 MAX_LIMIT = 100_000
 
 _EPISODE_FIELDS = frozenset({"text", "occurred_at", "recorded_at", "source", "session", "speaker", "metadata"})
-_ADD_FIELDS = frozenset({"subject", "predicate", "object", "valid_from", "valid_to", "confidence", "source",
-                         "episode_id", "properties", "supersede", "literal"})
+#: the body of ``POST /api/facts``: exactly ``Memory.add_fact``'s parameters
+_ADD_FIELDS = FACT_KEYS
 
 
 def _limit(value: str | None) -> int:
@@ -129,21 +130,12 @@ def api_routes(mem: Memory) -> list[Route]:
         fact_id = request.path_params["fact_id"]
         body = await _body(request)
         _only(body, {"ended", "reason"}, "invalidate")
-
-        def run() -> dict[str, Any]:
-            fact = mem.fact(fact_id)
-            if fact.system_to is not None:
-                raise FactNotFoundError(f"fact {fact_id} is no longer believed (it was {fact.ended_reason or 'closed'})")
-            ended = mem.parse_time(body["ended"], "ended") if body.get("ended") is not None else None
-            when = ended.datetime if ended is not None else mem.now()
-            if not fact.valid_at(when):
-                raise InvalidIntervalError(f"fact {fact_id} {fact.interval_text} is not valid at {ended or 'now'}, "
-                                           "so it cannot end there")
-            out = mem.invalidate(fact.subject, fact.predicate, fact.object, ended, reason=body.get("reason"),
-                                 literal=fact.literal)
-            return {"fact": out.to_dict()}
-
-        return JSONResponse(await run_in_threadpool(run))
+        reason = body.get("reason")
+        if reason is not None and not isinstance(reason, str):
+            raise InvalidInputError("reason must be a string")
+        # one write transaction finds the believed version and ends it
+        fact = await run_in_threadpool(lambda: mem.invalidate_fact(fact_id, body.get("ended"), reason=reason))
+        return JSONResponse({"fact": fact.to_dict()})
 
     async def post_correct(request: Request) -> Response:
         fact_id = request.path_params["fact_id"]

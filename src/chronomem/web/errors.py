@@ -12,9 +12,11 @@ from starlette.exceptions import HTTPException
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
 from ..errors import (
+    AuthenticationError,
     ChronomemError,
     ConfirmationRequiredError,
     ConflictError,
+    ForbiddenError,
     InvalidInputError,
     NotFoundError,
     StoreError,
@@ -24,14 +26,6 @@ from ..errors import (
 __all__ = ["AuthenticationError", "ForbiddenError", "error_response", "status_for", "wants_json"]
 
 log = logging.getLogger("chronomem.web")
-
-
-class AuthenticationError(ChronomemError):
-    """The request carries no bearer token but the server requires one (401)."""
-
-
-class ForbiddenError(ChronomemError):
-    """The request's bearer token is wrong (403)."""
 
 
 def status_for(exc: BaseException) -> int:
