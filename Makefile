@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test typecheck venv clean
+.PHONY: demo test typecheck lint venv clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,10 +17,14 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/chronomem --db "$${CHRONOMEM_DEMO_DB:-$$(mktemp -d)/demo.db}" demo
 
+lint: $(STAMP)
+	$(BIN)/ruff check src tests bench
+
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
 test: $(STAMP)
+	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -n 2 -q
 

@@ -172,7 +172,7 @@ def test_result_types_are_frozen_dataclasses_with_to_dict() -> None:
                  "Provenance", "Stats", "Volatility"):
         cls = getattr(chronomem, name)
         assert dataclasses.is_dataclass(cls), name
-        assert getattr(cls, "__dataclass_params__").frozen, name
+        assert cls.__dataclass_params__.frozen, name
         assert callable(getattr(cls, "to_dict", None)), name
 
 

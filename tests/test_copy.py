@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from conftest import pg_schema_url
 
 import chronomem
 from chronomem import ConflictError, FakeClock, InvalidInputError, Memory
@@ -18,6 +17,7 @@ from chronomem._open import open_store_at
 from chronomem.cli import main
 from chronomem.copy import copy_store
 from chronomem.evidence import default_embedder
+from conftest import pg_schema_url
 from test_io_merges import check_unmerge, merge_story, name_answers
 
 

@@ -12,8 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 import chronomem
-from chronomem.cli import ChronomemGroup
-from chronomem.cli import evidence_cmds
+from chronomem.cli import ChronomemGroup, evidence_cmds
 from chronomem.cli._common import State
 from chronomem.evidence import default_embedder
 from chronomem.evidence.eval import parse_locomo_date, run_locomo, run_longmemeval

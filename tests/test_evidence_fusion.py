@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import sqlite3
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import pytest
 
 from chronomem import InvalidInputError
 from chronomem.evidence import SearchConfig

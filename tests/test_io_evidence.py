@@ -15,9 +15,6 @@ from typing import Any, Sequence
 
 import pytest
 from click.testing import CliRunner
-from conftest import pg_schema_url, store_target
-from contract._helpers import MemoryFactory
-from hash_embedder import HashEmbedder
 
 import chronomem
 from chronomem import ExportVersionError, FakeClock, InvalidInputError, Memory
@@ -25,7 +22,9 @@ from chronomem._open import open_store_at
 from chronomem.cli import main
 from chronomem.copy import copy_store
 from chronomem.io import EXPORT_VERSION, export_jsonl, import_jsonl
-
+from conftest import pg_schema_url, store_target
+from contract._helpers import MemoryFactory
+from hash_embedder import HashEmbedder
 
 EMBEDDER = HashEmbedder()  # signed, 24 dimensions
 

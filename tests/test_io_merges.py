@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from conftest import BACKENDS, store_target
-from contract._helpers import MemoryFactory
 
 import chronomem
 from chronomem import ConflictError, FakeClock, InvalidInputError, Memory
 from chronomem.io import EXPORT_VERSION, export_jsonl, import_jsonl
+from conftest import BACKENDS, store_target
+from contract._helpers import MemoryFactory
 
 NAMES = ("Bob", "Bobby", "Robert", "Dana", "Ed", "Edward", "Acme")
 

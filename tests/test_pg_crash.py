@@ -32,12 +32,12 @@ from typing import Callable, Iterator
 
 import psycopg
 import pytest
-from conftest import pg_test_url
 
 import chronomem
 from chronomem.errors import InvalidInputError
 from chronomem.store.postgres import PostgresStore
 from chronomem.store.postgres_tx import CommitPlan
+from conftest import pg_test_url
 
 # a record that ends exactly at a WAL page boundary: the insert position is
 # reported past the next page's header (GetXLogInsertRecPtr), the flush

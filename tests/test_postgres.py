@@ -15,11 +15,11 @@ from typing import Any
 
 import psycopg
 import pytest
-from conftest import pg_schema_url, pg_test_url
 
 import chronomem
 from chronomem import FakeClock, StoreError
 from chronomem.store.postgres import PostgresStore, split_schema
+from conftest import pg_schema_url, pg_test_url
 
 UTC = _dt.timezone.utc
 

@@ -11,13 +11,13 @@ from typing import Any
 
 import psycopg
 import pytest
-from conftest import pg_schema_url
 
 import chronomem
 from chronomem import FakeClock, Memory
 from chronomem.evidence import default_embedder
 from chronomem.store.postgres import split_schema
 from chronomem.store.postgres_episodes import tsquery_terms
+from conftest import pg_schema_url
 
 EPISODES = [
     {"text": "We adopted a golden retriever puppy named Biscuit.", "speaker": "Ana", "session": "s1",

@@ -15,11 +15,11 @@ from typing import Any
 
 import psycopg
 import pytest
-from conftest import pg_schema_url
 
 import chronomem
 from chronomem import FakeClock
 from chronomem.store.postgres import split_schema
+from conftest import pg_schema_url
 
 PROCS = 8
 WRITES = 500

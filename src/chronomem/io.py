@@ -39,8 +39,8 @@ from itertools import chain
 from typing import IO, TYPE_CHECKING, Any, Iterator, Mapping
 
 from ._gc import paused_gc
-from ._jsonobj import load_object
 from ._import_rows import ImportResult, Progress, add_batches, checked_item, more_errors, read_lines
+from ._jsonobj import load_object
 from ._portable import (
     MENTION_TIME_FIELDS,
     RECORD_TYPES,

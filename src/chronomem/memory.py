@@ -16,12 +16,11 @@ import time
 from typing import Any, Iterable, Mapping, Sequence
 
 from . import _analysis
-from ._codec import encode_literal, load_props, row_to_fact, tuples_to_facts
 from ._candidates import CandidateBuilder
+from ._codec import encode_literal, load_props, row_to_fact, tuples_to_facts
 from ._engine import TxWork
 from ._gc import paused_gc
 from ._identity import IdentityMixin
-from .evidence.episodes import EvidenceMixin
 from .errors import (
     ConfirmationRequiredError,
     EntityNotFoundError,
@@ -29,6 +28,7 @@ from .errors import (
     InvalidInputError,
     InvalidIntervalError,
 )
+from .evidence.episodes import EvidenceMixin
 from .models import (
     Conflict,
     Diff,

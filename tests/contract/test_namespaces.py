@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from chronomem import EntityNotFoundError, FactNotFoundError, FakeClock, InvalidInputError, Memory, PredicateNotFoundError
+from chronomem import (
+    EntityNotFoundError,
+    FactNotFoundError,
+    FakeClock,
+    InvalidInputError,
+    Memory,
+    PredicateNotFoundError,
+)
 
 from ._helpers import MemoryFactory, obj_set
 

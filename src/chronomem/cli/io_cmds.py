@@ -7,6 +7,7 @@ import sys
 import tempfile
 from contextlib import ExitStack
 from pathlib import Path
+
 import click
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn

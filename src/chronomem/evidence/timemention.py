@@ -21,7 +21,7 @@ import importlib
 import logging
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 from ..timeutil import Precision
 

@@ -36,10 +36,10 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 from ..errors import MissingExtraError, SchemaVersionError, StoreError
 from ..timeutil import MAX_US, Clock, SystemClock, from_us, peek_clock, to_us
 from . import _fork
-from .base import Capabilities, EntityRecord, EpisodeStore, FactQuery, PredicateRecord, Row
 from ._basestore import RowReadsMixin, StoreSQL
 from ._basetx import RAW_COLS
 from ._factsql import SELECT_FACT, SELECT_READ, compose_fact_sql
+from .base import Capabilities, EntityRecord, EpisodeStore, FactQuery, PredicateRecord, Row
 from .migrations import load_migrations
 from .postgres_episodes import PgEpisodeStoreMixin
 from .postgres_tx import PgTx

@@ -27,9 +27,9 @@ from typing import Any, Iterable, Iterator, Sequence
 from ..errors import SchemaVersionError, StoreError, StoreLockedError
 from ..timeutil import MAX_US, Clock, SystemClock, from_us, peek_clock, to_us
 from . import _fork
-from .base import READ_COLUMNS, Capabilities, EntityRecord, FactQuery, PredicateRecord, Row
 from ._basestore import RowReadsMixin, StoreSQL
 from ._factsql import SELECT_FACT, SELECT_READ, caller_sorts, compose_fact_sql, cutoff_shape, limit_cutoff
+from .base import READ_COLUMNS, Capabilities, EntityRecord, FactQuery, PredicateRecord, Row
 from .migrations import load_migrations
 from .sqlite_episodes import EpisodeStoreMixin
 from .sqlite_tx import SQLiteTx, _Checkpointer, _in, _split_sql
