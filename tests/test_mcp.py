@@ -148,8 +148,10 @@ def test_fact_add_literal_values(mem: Memory) -> None:
     ("args", "needle"),
     [
         ({"subject": "Acme", "predicate": "ceo"}, "missing required argument 'object'"),
-        ({"subject": "Acme", "predicate": "ceo", "object": "A", "valid_form": "2020"}, "unknown argument(s) 'valid_form'"),
-        ({"subject": "Acme", "predicate": "ceo", "object": "A", "valid_from": "someday"}, "invalid time for valid_from"),
+        ({"subject": "Acme", "predicate": "ceo", "object": "A", "valid_form": "2020"},
+         "unknown argument(s) 'valid_form'"),
+        ({"subject": "Acme", "predicate": "ceo", "object": "A", "valid_from": "someday"},
+         "invalid time for valid_from"),
         ({"subject": "Acme", "predicate": "ceo", "object": "A", "valid_from": "2024", "valid_to": "2023"},
          "valid_to"),
         ({"subject": "   ", "predicate": "ceo", "object": "A"}, "empty"),

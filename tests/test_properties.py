@@ -105,7 +105,8 @@ def apply(m: Memory, op: Op, ids: list[str]) -> str | None:
     return m.retract(target).id
 
 
-def state(m: Memory, *, known_at: _dt.datetime | None = None, ids: dict[str, str] | None = None) -> set[tuple[Any, ...]]:
+def state(m: Memory, *, known_at: _dt.datetime | None = None,
+          ids: dict[str, str] | None = None) -> set[tuple[Any, ...]]:
     """Believed facts as comparable tuples (fact ids translated through ``ids``)."""
     return {((ids or {}).get(f.id, f.id), str(f.object), f.valid_from, f.valid_to)
             for f in m.facts("Acme", "holds", known_at=known_at)}

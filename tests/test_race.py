@@ -65,7 +65,7 @@ def test_eight_writers_on_one_single_valued_pair(request: pytest.FixtureRequest,
         final = m.facts("Acme", "ceo")
         # at most one value valid at any instant
         spans = sorted((f.valid_from, f.valid_to) for f in final)
-        for (_a, end), (nxt, _b) in zip(spans, spans[1:]):
+        for (_a, end), (nxt, _b) in zip(spans, spans[1:], strict=False):
             assert end is not None and nxt is not None and end <= nxt
         conninfo, schema = split_schema(url)
         with psycopg.connect(conninfo, options=f"-c search_path={schema},public") as con:

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 from starlette.routing import Route
 
-from chronomem import Memory
+from chronomem import InvalidInputError, Memory
 from chronomem.server import UnsafeBindError, build_app, is_loopback, resolve_token
 from chronomem.web import create_app
 from test_web_support import Client, err, story
@@ -201,7 +201,7 @@ def test_token_guards_writes_on_loopback(mem: Memory) -> None:
     err(c.post(f"/api/facts/{fid}/retract"), 401)
     assert c.post("/api/facts", json=NEW, headers={"Authorization": "Bearer s3cret"}).status_code == 201
     assert c.post(f"/api/facts/{fid}/retract", headers={"Authorization": "Bearer s3cret"}).status_code == 200
-    with pytest.raises(Exception):
+    with pytest.raises(InvalidInputError):
         create_app(mem, token="  ")
 
 
@@ -235,7 +235,8 @@ def test_mcp_is_mounted_and_guarded(mem: Memory) -> None:
     inner = app.app
     assert any(getattr(r, "path", None) == "/mcp" for r in inner.routes)
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+            "params": {"protocolVersion": "2025-03-26", "capabilities": {},
+                       "clientInfo": {"name": "t", "version": "1"}}}
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
     async def go() -> tuple[int, int, int, str]:

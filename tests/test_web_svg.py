@@ -28,7 +28,7 @@ def test_pack_lanes_shares_lanes_between_disjoint_intervals() -> None:
     lanes = pack_lanes([a, b, c, d])
     assert [[x.fact_id for x in lane] for lane in lanes] == [["d", "c", "b"], ["a"]]
     for lane in lanes:
-        for x, y in zip(lane, lane[1:]):
+        for x, y in zip(lane, lane[1:], strict=False):
             assert x.end_us is not None and y.start_us is not None and x.end_us <= y.start_us
 
 
