@@ -174,7 +174,7 @@ def main() -> None:
         res["first_search_s"] = round(time.perf_counter() - t0, 2)
         store: Any = mem.store
 
-        def rowid(ids: list[str]) -> list[int]:
+        def rowid(ids: list[str], store: Any = store) -> list[int]:
             return [store.episode_by_id(i).rowid for i in ids]
 
         for label, cfg in (("", SearchConfig()), ("no_budget_", no_budget)):

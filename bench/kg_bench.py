@@ -48,9 +48,9 @@ Method
 * Every (system, size) runs in a fresh subprocess on a fresh DB file in a temp dir
   (peak RSS = that process's ru_maxrss). chronomem pre-fills with bulk add_facts
   (50k-row chunks), then closes and reopens the store so the pre-fill's WAL is
-  checkpointed before the windows (that time counts as fill time); MemPalace pre-fills through its own add_triple/supersede with
-  ``PRAGMA synchronous=OFF`` (fill speed only) and synchronous back to FULL before
-  the measured window.
+  checkpointed before the windows (that time counts as fill time); MemPalace
+  pre-fills through its own add_triple/supersede with ``PRAGMA synchronous=OFF``
+  (fill speed only) and synchronous back to FULL before the measured window.
 * Measured after pre-fill: a window of --window single-fact writes (chronomem
   ``add_fact``; MemPalace ``add_triple``/``supersede``, always synchronous=FULL).
   chronomem runs two windows: its default ``durability="normal"`` (WAL +
@@ -533,8 +533,10 @@ def build_rows(results: dict[str, Any], sizes: list[int]) -> list[list[str]]:
         for label, path, unit, hib in spec:
             if path is None or isinstance(path, str):
                 sfx = path or ""
-                cv = f"{fnum(get(c, 'write_p50_us' + sfx))} / {fnum(get(c, 'write_p99_us' + sfx))}" if c and not c.get("error") else "-"
-                mv = f"{fnum(get(m, 'write_p50_us'))} / {fnum(get(m, 'write_p99_us'))}" if m and not m.get("error") else "-"
+                cv = (f"{fnum(get(c, 'write_p50_us' + sfx))} / {fnum(get(c, 'write_p99_us' + sfx))}"
+                      if c and not c.get("error") else "-")
+                mv = (f"{fnum(get(m, 'write_p50_us'))} / {fnum(get(m, 'write_p99_us'))}"
+                      if m and not m.get("error") else "-")
                 rows.append([tag, label, cv, mv, ""])
                 continue
             a, b = get(c, *path), get(m, *path)
@@ -565,7 +567,8 @@ def evaluate_goals(results: dict[str, Any], sizes: list[int], peer_sizes: list[i
         goals.append({
             "goal": name,
             "measured": measured,
-            "measured_str": "-" if measured is None else (f"{measured:.1f}{unit}" if unit == "x" else fnum(measured, unit)),
+            "measured_str": "-" if measured is None else (f"{measured:.1f}{unit}" if unit == "x"
+                                                          else fnum(measured, unit)),
             "target": goal,
             "status": "info" if info else ("n/a" if passed is None else ("PASS" if passed else "MISS")),
         })
@@ -686,7 +689,8 @@ def main() -> int:
     ap.add_argument("--icews-runs", type=int, default=3,
                     help="bulk loads of the ICEWS file, each into a new store in a new process; the median is reported")
     ap.add_argument("--quick", action="store_true", help="smoke test: tiny sizes, finishes in seconds")
-    ap.add_argument("--json", metavar="PATH", help="also write results as JSON to PATH ('-' = stdout; table goes to stderr)")
+    ap.add_argument("--json", metavar="PATH",
+                    help="also write results as JSON to PATH ('-' = stdout; table goes to stderr)")
     ap.add_argument("--tmpdir", default=None, help="where to create DB files (default: system temp)")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir with the DB files")
     ap.add_argument("--python", default=sys.executable, help="interpreter for worker subprocesses")
@@ -713,7 +717,8 @@ def main() -> int:
     sizes = sorted({int(float(s)) for s in args.sizes.split(",") if s.strip()})
     peer_sizes = [n for n in sizes if args.peer_max and n <= args.peer_max]
     out_stream = sys.stderr if args.json == "-" else sys.stdout
-    log = (lambda msg: print(msg, file=sys.stderr, flush=True))
+    def log(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
 
     root = Path(tempfile.mkdtemp(prefix="kg_bench_", dir=args.tmpdir))
     results: dict[str, Any] = {"chronomem": {}, "mempalace": {}, "icews": None}

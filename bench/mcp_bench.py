@@ -117,8 +117,8 @@ async def _measure(transport: str, db: Path, url: str | None, calls: int,
         samples = []
         for i in range(episodes):
             team, who = f"team{i % 50}", f"person{i}"
-            ep_args: dict[str, Any] = {"text": f"{who} now leads {team}; the decision was made in the weekly sync about "
-                            f"project{i % 30} and its {['database', 'frontend', 'billing'][i % 3]} work.",
+            ep_args: dict[str, Any] = {"text": f"{who} now leads {team}; the decision was made in the weekly sync "
+                            f"about project{i % 30} and its {['database', 'frontend', 'billing'][i % 3]} work.",
                     "occurred_at": f"2025-{1 + i % 12:02d}-{1 + i % 28:02d}", "speaker": f"person{i % 7}",
                     "session": f"sync{i % 40}",
                     "facts": [{"subject": team, "predicate": "lead", "object": who,

@@ -100,7 +100,8 @@ def one_writer(pg: str, calls: int) -> None:
         print(f"{k:8} {statistics.median(v) * 1e3:8.2f} {statistics.mean(v) * 1e3:8.2f} {1 / statistics.mean(v):9,.0f}")
 
 
-def _writer(url: str, w: int, rounds: int, block: int, barrier: Any, workload: str) -> list[tuple[int, str, float, float]]:
+def _writer(url: str, w: int, rounds: int, block: int, barrier: Any,
+            workload: str) -> list[tuple[int, str, float, float]]:
     out = []
     with chronomem.open(url, embedder=None) as m:
         i = 0

@@ -31,7 +31,8 @@ def timeline(versions: Sequence[Fact], start: int | None, end: int | None) -> li
     for fid, vs in by_id.items():
         vs.sort(key=lambda f: f.version)
         first = vs[0]
-        events.append(Event(first.system_from, "recorded", "system", fid, f"recorded: {_stmt(first)} {first.interval_text}", first))
+        events.append(Event(first.system_from, "recorded", "system", fid,
+                            f"recorded: {_stmt(first)} {first.interval_text}", first))
         for v in vs:
             if v.system_to is None:
                 continue
@@ -51,13 +52,15 @@ def timeline(versions: Sequence[Fact], start: int | None, end: int | None) -> li
         live = [v for v in vs if v.system_to is None]
         for v in live:
             if v.valid_from is not None:
-                events.append(Event(v.valid_from, "started", "valid", fid, f"started: {_stmt(v)}", v, v.valid_from_precision))
+                events.append(Event(v.valid_from, "started", "valid", fid, f"started: {_stmt(v)}", v,
+                                    v.valid_from_precision))
             if v.valid_to is not None:
                 why = ""
                 if v.invalidated_by:
                     by = by_id.get(v.invalidated_by)
                     why = f" (by {_obj(by[-1]) if by else v.invalidated_by})"
-                events.append(Event(v.valid_to, "ended", "valid", fid, f"ended: {_stmt(v)}{why}", v, v.valid_to_precision))
+                events.append(Event(v.valid_to, "ended", "valid", fid, f"ended: {_stmt(v)}{why}", v,
+                                    v.valid_to_precision))
     if start is not None:
         events = [e for e in events if to_us(e.at) >= start]
     if end is not None:

@@ -86,7 +86,8 @@ def more_errors(skipped: int) -> str:
     return f" (and {skipped - 1} more invalid rows)" if skipped > 1 else ""
 
 
-def checked_item(mem: "Memory", item: dict[str, Any], number: int, ends: tuple[str, str] | None = None) -> dict[str, Any]:
+def checked_item(mem: "Memory", item: dict[str, Any], number: int,
+                 ends: tuple[str, str] | None = None) -> dict[str, Any]:
     """Validate one add_fact item without touching the store; times become
     :class:`TimePoint` values so they are parsed once."""
     unknown = set(item) - ITEM_KEYS

@@ -289,7 +289,8 @@ class Memory(EvidenceMixin, IdentityMixin):
                     if type(item) is dict or isinstance(item, Mapping):
                         mapping = item
                     elif isinstance(item, (tuple, list)) and 3 <= len(item) <= 5:
-                        mapping = dict(zip(("subject", "predicate", "object", "valid_from", "valid_to"), item))
+                        mapping = dict(zip(("subject", "predicate", "object", "valid_from", "valid_to"), item,
+                                           strict=False))
                     else:
                         raise InvalidInputError(
                             "an item must be a dict or a tuple (subject, predicate, object[, valid_from[, valid_to]])"
@@ -331,7 +332,8 @@ class Memory(EvidenceMixin, IdentityMixin):
         """The world changed: close the valid interval of the matching fact at
         ``ended`` (default now). Raises :class:`FactNotFoundError` if no such
         fact is valid at ``ended``."""
-        end = parse_time(ended, "ended", self.tz) if ended is not None else TimePoint(self._now_us(), Precision.MICROSECOND)
+        end = (parse_time(ended, "ended", self.tz) if ended is not None
+               else TimePoint(self._now_us(), Precision.MICROSECOND))
         sid = self._entity_for_read(subject, "subject")
         pred = self._predicate_for_read(predicate)
         if literal or not isinstance(object, str):
@@ -365,7 +367,8 @@ class Memory(EvidenceMixin, IdentityMixin):
         :class:`InvalidIntervalError` if ``ended`` does not lie inside its
         valid interval (at its start it would leave an empty interval: use
         :meth:`retract` if it was never true). Returns the new, ended version."""
-        end = parse_time(ended, "ended", self.tz) if ended is not None else TimePoint(self._now_us(), Precision.MICROSECOND)
+        end = (parse_time(ended, "ended", self.tz) if ended is not None
+               else TimePoint(self._now_us(), Precision.MICROSECOND))
         with self._store.write(shared=True) as tx:
             # a fact's (subject, predicate) group changes only in exclusive
             # writes (correct, merge), so it can be read before locking it

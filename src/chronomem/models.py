@@ -154,7 +154,8 @@ class Provenance(_Dictable):
     recorded_at: _dt.datetime
 
 
-EventKind = Literal["started", "ended", "recorded", "corrected", "retracted", "superseded", "coalesced", "merged", "restored", "erased"]
+EventKind = Literal["started", "ended", "recorded", "corrected", "retracted", "superseded", "coalesced", "merged",
+                    "restored", "erased"]
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,8 @@ from typing import Any, AsyncContextManager, Callable
 from .errors import InvalidInputError, MissingExtraError, UnsafeBindError
 from .memory import Memory
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "UnsafeBindError", "build_app", "is_loopback", "bind", "resolve_token", "run_app", "serve"]
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "UnsafeBindError", "build_app", "is_loopback", "bind", "resolve_token",
+           "run_app", "serve"]
 
 log = logging.getLogger("chronomem.server")
 

@@ -80,7 +80,8 @@ def remember_cmd(text: str | None, file: Path | None, at: str | None, speaker: s
 @click.option("--facts", "facts_mode", is_flag=True,
               help="Search fact entity and predicate names instead of episodes (substring match).")
 @click.option("--as-of", metavar="TIME", help="Only facts valid at this time (implies --facts).")
-@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True, help="With --facts: at most this many.")
+@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True,
+              help="With --facts: at most this many.")
 @json_option
 def search_cmd(query: str, view: str, at: str | None, k: int, session: str | None, since: str | None,
                until: str | None, preset: str, explain: bool, facts_mode: bool, as_of: str | None,
@@ -175,7 +176,7 @@ def _episodes(path: Path, fmt: str) -> list[dict[str, Any]]:
     seen: set[str] = set()
     for item in data:
         for sid, date, session in zip(item.get("haystack_session_ids", []), item.get("haystack_dates", []),
-                                      item.get("haystack_sessions", [])):
+                                      item.get("haystack_sessions", []), strict=False):
             if str(sid) in seen:
                 continue
             seen.add(str(sid))

@@ -24,7 +24,8 @@ log = logging.getLogger("chronomem.cli")
 @click.option("--namespace", "namespace", default=None, help="Namespace (overrides the global --namespace).")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind. Anything but loopback requires a token.")
-@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="TCP port (0: any free port).")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535),
+              help="TCP port (0: any free port).")
 @click.option("--token", envvar="CHRONOMEM_TOKEN", default=None, metavar="TOKEN",
               help="Bearer token for API writes and /mcp (every route when not on loopback) [env CHRONOMEM_TOKEN].")
 @click.option("--no-mcp", is_flag=True, help="Do not mount the MCP endpoint at /mcp.")

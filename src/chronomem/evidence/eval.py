@@ -225,7 +225,7 @@ def run_locomo(
         ids = mem.add_episodes(eps)
         timings["ingest_s"] += time.perf_counter() - t0
         timings["episodes"] += len(ids)
-        by_id = {ep_id: ep for ep_id, ep in zip(ids, eps)}
+        by_id = {ep_id: ep for ep_id, ep in zip(ids, eps, strict=True)}
         text_of = {ep["metadata"]["dia_id"]: ep["text"] for ep in eps}
         if progress:
             progress(f"{sample}: {len(ids)} turns ingested")
@@ -255,7 +255,7 @@ def run_locomo(
                     base = {"sample": sample, "q": qi, "view": view, "mode": mode, "category": cat}
                     records.append({**base, "level": "turn", "metrics": turn_m})
                     records.append({**base, "level": "session", "metrics": sess_m})
-                    for rank, (h, dia) in enumerate(zip(hits[:10], ranked[:10]), 1):
+                    for rank, (h, dia) in enumerate(zip(hits[:10], ranked[:10], strict=False), 1):
                         candidates.append(f"{sample}\t{qi}\t{view}\t{mode}\t{rank}\t{dia}\t{h.score:.5f}\t"
                                           f"{int(dia in gold_set)}")
                     if view == views[0] and mode == "hybrid" and turn_m["recall@10"] < 1.0:
@@ -337,7 +337,7 @@ def run_longmemeval(
         sids = item.get("haystack_session_ids") or [f"s{i}" for i in range(len(item["haystack_sessions"]))]
         dates = item.get("haystack_dates") or [None] * len(sids)
         eps: list[dict[str, Any]] = []
-        for sid, date, session in zip(sids, dates, item["haystack_sessions"]):
+        for sid, date, session in zip(sids, dates, item["haystack_sessions"], strict=False):
             when = _lme_date(date)
             for i, turn in enumerate(session or []):
                 text = str(turn.get("content") or "").strip()
@@ -348,7 +348,7 @@ def run_longmemeval(
         ids = mem.add_episodes(eps)
         timings["ingest_s"] += time.perf_counter() - t0
         timings["episodes"] += len(ids)
-        session_of = {ep_id: ep["session"] for ep_id, ep in zip(ids, eps)}
+        session_of = {ep_id: ep["session"] for ep_id, ep in zip(ids, eps, strict=True)}
         gold = {str(s) for s in item.get("answer_session_ids") or []}
         question = str(item.get("question") or "").strip()
         if not gold or not question:
@@ -368,8 +368,8 @@ def run_longmemeval(
             for rank, sid in enumerate(ranked[:10], 1):
                 candidates.append(f"{qid}\t{mode}\t{rank}\t{sid}\t\t{int(sid in gold)}")
             if mode == "hybrid" and m["recall@10"] < 1.0:
-                misses.append("\t".join([qid, str(item.get("question_type", "")), _tsv(question), ",".join(sorted(gold)),
-                                         ",".join(ranked[:3])]))
+                misses.append("\t".join([qid, str(item.get("question_type", "")), _tsv(question),
+                                         ",".join(sorted(gold)), ",".join(ranked[:3])]))
         mem.close()
         if progress:
             progress(f"{qid}: {len(ids)} turns")

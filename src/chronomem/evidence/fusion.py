@@ -26,14 +26,15 @@ __all__ = ["group_boost", "minmax", "relative_contributions", "rrf", "rrf_contri
 K = TypeVar("K", bound=Hashable)
 
 
-def rrf_contributions(rankings: Sequence[Sequence[K]], weights: Sequence[float], k: float = 60.0) -> dict[K, list[float]]:
+def rrf_contributions(rankings: Sequence[Sequence[K]], weights: Sequence[float],
+                      k: float = 60.0) -> dict[K, list[float]]:
     """Per item, its contribution from each ranking (0.0 where absent)."""
     if len(rankings) != len(weights):
         raise ValueError("one weight per ranking")
     if k < 0:
         raise ValueError("k must be non-negative")
     out: dict[K, list[float]] = {}
-    for i, (ranking, w) in enumerate(zip(rankings, weights)):
+    for i, (ranking, w) in enumerate(zip(rankings, weights, strict=True)):
         seen: set[K] = set()
         rank = 0
         for item in ranking:
@@ -87,7 +88,7 @@ def relative_contributions(lists: Sequence[Sequence[tuple[K, float]]], weights: 
     if scale <= 0:
         raise ValueError("scale must be positive")
     out: dict[K, list[float]] = {}
-    for i, (scored, w) in enumerate(zip(lists, weights)):
+    for i, (scored, w) in enumerate(zip(lists, weights, strict=True)):
         if w <= 0:
             continue
         for item, norm in minmax(scored, top, None if floors is None else floors[i]).items():

@@ -109,7 +109,8 @@ def _zh_number(text: str) -> int:
 _MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
           r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")
 _WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
-_NUM = r"(?:\d{1,3}|a few|a couple of|a couple|couple of|several|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+_NUM = (r"(?:\d{1,3}|a few|a couple of|a couple|couple of|several|an?|"
+        r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)")
 _ZH_NUM = r"(?:\d{1,4}|[零一二两三四五六七八九十]{1,3})"
 
 

@@ -181,7 +181,7 @@ class VectorCache:
         fetch = min(slot.size, k + len(gone) + 16)
         positions, sims = index.query(np.asarray(query, dtype=np.float32).reshape(1, -1), fetch)
         out: list[tuple[int, float]] = []
-        for pos, sim in zip(positions, sims):
+        for pos, sim in zip(positions, sims, strict=True):
             rowid = int(slot.rowids[pos])
             if rowid in gone or (f.recorded_by is not None and int(slot.recorded[pos]) > f.recorded_by):
                 continue

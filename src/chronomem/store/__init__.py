@@ -28,7 +28,8 @@ def resolve_url(target: str | os.PathLike[str]) -> tuple[str, str]:
             return "sqlite", ":memory:"
         if rest.startswith("/"):
             rest = rest[1:]
-        return "sqlite", rest if rest.startswith("/") or rest.startswith(".") else ("/" + rest if text.startswith("sqlite:////") else rest)
+        return "sqlite", (rest if rest.startswith("/") or rest.startswith(".")
+                          else ("/" + rest if text.startswith("sqlite:////") else rest))
     if text.startswith(("postgresql://", "postgres://")):
         return "postgresql", text
     if "://" in text:

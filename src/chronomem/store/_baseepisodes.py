@@ -191,8 +191,9 @@ class BaseEpisodeTx(ABC):
     @abstractmethod
     def insert_episode_times(self, items: Sequence[tuple[int, int, int, str, int]]) -> None: ...
 
-    def _model_added(self, model_id: int, dim: int) -> None:
-        """An embedding model was recorded (a backend may index its vectors)."""
+    def _model_added(self, model_id: int, dim: int) -> None:  # noqa: B027 - optional hook, a no-op by default
+        """Optional hook, a no-op by default: an embedding model was recorded
+        (a backend may override it to index the model's vectors)."""
 
     # -- episodes --------------------------------------------------------------
     def insert_episode(self, rec: EpisodeRecord) -> int:

@@ -98,7 +98,8 @@ class TxSQL:
         self.erase_entity = f"DELETE FROM entities WHERE id = {ph}"
         # coalescing (no believed version left: folded in for good): the facts
         # folded into a fact, and the fact one was folded into
-        folded = f"f.close_kind = 'coalesced' AND NOT EXISTS (SELECT 1 FROM facts g WHERE g.fact_id = f.fact_id AND g.{believed})"
+        folded = (f"f.close_kind = 'coalesced' AND NOT EXISTS "
+                  f"(SELECT 1 FROM facts g WHERE g.fact_id = f.fact_id AND g.{believed})")
         self.folded_into = f"SELECT DISTINCT f.fact_id FROM facts f WHERE f.closed_by = {ph} AND {folded}"
         self.coalesced_into = (
             f"SELECT f.closed_by FROM facts f WHERE f.fact_id = {ph} AND {folded} ORDER BY f.version DESC LIMIT 1"

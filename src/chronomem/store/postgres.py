@@ -609,7 +609,7 @@ class PostgresStore(RowReadsMixin, PgEpisodeStoreMixin):
                 {"ns": ns_id, "now": now},
             ).fetchone()
         keys = ("entities", "predicates", "versions", "facts", "current", "retracted")
-        return {k: int(v or 0) for k, v in zip(keys, row)}
+        return {k: int(v or 0) for k, v in zip(keys, row, strict=True)}
 
 
 def _in(column: str, values: Sequence[Any], params: list[Any]) -> str:

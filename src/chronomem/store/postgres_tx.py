@@ -238,7 +238,8 @@ class PgTx(BaseTx, PgEpisodeTxMixin):
         if not self.shared:
             return
         keys: set[int] = set()
-        for kind, names, cache in (("e", entities, self.store._entity_cache), ("p", predicates, self.store._pred_cache)):
+        for kind, names, cache in (("e", entities, self.store._entity_cache),
+                                   ("p", predicates, self.store._pred_cache)):
             for name in names:
                 if not isinstance(name, str):
                     continue
@@ -279,13 +280,13 @@ class PgTx(BaseTx, PgEpisodeTxMixin):
                 conn.cursor().execute("SELECT pg_advisory_xact_lock(%s)", (k,))
             if tick:
                 clock.execute("SELECT chronomem_tick(%s)", (self.now,))
-            for cur, (s, p) in zip(reads, groups):
+            for cur, (s, p) in zip(reads, groups, strict=True):
                 cur.execute(_SQL.believed, (s, p))
         if tick:
             row = clock.fetchone()
             assert row is not None
             self.now = int(row[0])
-        for cur, group in zip(reads, groups):
+        for cur, group in zip(reads, groups, strict=True):
             self._prefetched[group] = [Row(*r) for r in cur.fetchall()]
             self._prefetch_subjects.add(group[0])
 
@@ -496,7 +497,7 @@ class PgTx(BaseTx, PgEpisodeTxMixin):
         if not rows:
             return
         flags = self._single_flags(rows)
-        data = [(*fact_values(r), flag) for r, flag in zip(rows, flags)]
+        data = [(*fact_values(r), flag) for r, flag in zip(rows, flags, strict=True)]
         with self.store._errors():
             if len(data) >= _COPY_MIN:
                 with self.conn.cursor().copy(

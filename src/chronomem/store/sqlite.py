@@ -213,7 +213,8 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
                 latest = max(n for n, _, _ in migrations)
                 if done and max(done) > latest:
                     raise SchemaVersionError(
-                        f"database schema version {max(done)} is newer than this chronomem ({latest}); upgrade chronomem"
+                        f"database schema version {max(done)} is newer than this chronomem ({latest}); "
+                        "upgrade chronomem"
                     )
                 for number, name, sql in migrations:
                     if number in done:
@@ -520,7 +521,8 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
     def _pred_record(self, r: Sequence[Any]) -> PredicateRecord:
         aliases = tuple(
             a for (a,) in self._con.execute(
-                "SELECT alias_name FROM predicate_keys WHERE predicate_id = ? AND alias_name IS NOT NULL ORDER BY alias_name",
+                "SELECT alias_name FROM predicate_keys WHERE predicate_id = ? AND alias_name IS NOT NULL "
+                "ORDER BY alias_name",
                 (r[0],),
             )
         )

@@ -130,10 +130,12 @@ class EpisodeStoreMixin(BaseEpisodeStore):
         with self._lock:
             con = self._con
             if not hasattr(self, "_df_cache"):
-                con.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.ev_vocab USING fts5vocab(main, 'episodes_fts', 'row')")
+                con.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.ev_vocab USING "
+                            "fts5vocab(main, 'episodes_fts', 'row')")
                 con.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.ev_qtok USING "
                             "fts5(body, tokenize = 'porter unicode61 remove_diacritics 2')")
-                con.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.ev_qtok_v USING fts5vocab(temp, 'ev_qtok', 'instance')")
+                con.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.ev_qtok_v USING "
+                            "fts5vocab(temp, 'ev_qtok', 'instance')")
                 self._df_cache = {}
             gen_row = con.execute(_SQL.episode_generation).fetchone()
             gen = int(gen_row[0]) if gen_row else 0

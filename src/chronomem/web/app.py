@@ -155,7 +155,8 @@ class AccessGuard:
             if header:
                 if scheme.lower() != "bearer" or not self._ok(given.strip()):
                     exc = ForbiddenError("the bearer token is wrong")
-            elif method in ("GET", "HEAD") and not path.startswith(("/api/", "/mcp")) and "token" in request.query_params:
+            elif (method in ("GET", "HEAD") and not path.startswith(("/api/", "/mcp"))
+                  and "token" in request.query_params):
                 if self._ok(request.query_params["token"]):
                     rest = [(k, v) for k, v in parse_qsl(scope.get("query_string", b"").decode()) if k != "token"]
                     target = path + ("?" + urlencode(rest) if rest else "")

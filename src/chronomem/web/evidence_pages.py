@@ -80,7 +80,8 @@ def _parts(p: Mapping[str, Any]) -> str:
         return esc(fmt.format(v)) if isinstance(v, (int, float)) else '<span class="muted">—</span>'
 
     return (f'<table class="parts"><tr><th>fused</th><th>lexical rank</th><th>BM25</th><th>dense rank</th>'
-            f'<th>dense</th><th>time</th></tr><tr><td>{num(p.get("fused"))}</td><td>{num(p.get("bm25_rank"), "{}")}</td>'
+            f'<th>dense</th><th>time</th></tr><tr><td>{num(p.get("fused"))}</td>'
+            f'<td>{num(p.get("bm25_rank"), "{}")}</td>'
             f'<td>{num(p.get("bm25"))}</td><td>{num(p.get("dense_rank"), "{}")}</td><td>{num(p.get("dense"))}</td>'
             f'<td>{num(p.get("time"))}</td></tr></table>')
 

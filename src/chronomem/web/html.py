@@ -25,20 +25,26 @@ def entity_url(name: str, suffix: str = "", params: Mapping[str, Any] | None = N
     return f"/entity/{quote(name, safe='')}{suffix}{qs(params or {})}"
 
 
-_CSS = """
-body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#1f2937;background:#fafafa}
-header{background:#1e293b;color:#fff;padding:8px 16px;display:flex;gap:18px;align-items:center}
-header a{color:#e2e8f0;text-decoration:none}header .brand{font-weight:bold;color:#fbbf24}
-main{padding:12px 20px;max-width:1200px}
-h1{font-size:22px;margin:8px 0}h2{font-size:17px;margin:18px 0 6px}
-table{border-collapse:collapse;background:#fff}td,th{border:1px solid #e5e7eb;padding:3px 7px;text-align:left;vertical-align:top}
-th{background:#f1f5f9}.muted{color:#6b7280}.basis{background:#fff7ed;border:1px solid #fed7aa;padding:6px 10px;margin:8px 0}
-.basis form{display:inline}.basis input{width:12em}.tag{display:inline-block;padding:0 6px;border-radius:8px;background:#e5e7eb;font-size:12px}
-.tag.current{background:#dbeafe}.tag.retracted{background:#fee2e2}.err{background:#fee2e2;border:1px solid #fca5a5;padding:8px}
-.legend span{margin-right:12px}.legend i{display:inline-block;width:18px;height:9px;margin-right:4px;border:1px solid #555}
-.svgwrap{overflow-x:auto;background:#fff;border:1px solid #e5e7eb;padding:4px}
-code{font-size:12px}
-"""
+_CSS = (
+    "\n"
+    "body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#1f2937;background:#fafafa}\n"
+    "header{background:#1e293b;color:#fff;padding:8px 16px;display:flex;gap:18px;align-items:center}\n"
+    "header a{color:#e2e8f0;text-decoration:none}header .brand{font-weight:bold;color:#fbbf24}\n"
+    "main{padding:12px 20px;max-width:1200px}\n"
+    "h1{font-size:22px;margin:8px 0}h2{font-size:17px;margin:18px 0 6px}\n"
+    "table{border-collapse:collapse;background:#fff}"
+    "td,th{border:1px solid #e5e7eb;padding:3px 7px;text-align:left;vertical-align:top}\n"
+    "th{background:#f1f5f9}.muted{color:#6b7280}"
+    ".basis{background:#fff7ed;border:1px solid #fed7aa;padding:6px 10px;margin:8px 0}\n"
+    ".basis form{display:inline}.basis input{width:12em}"
+    ".tag{display:inline-block;padding:0 6px;border-radius:8px;background:#e5e7eb;font-size:12px}\n"
+    ".tag.current{background:#dbeafe}.tag.retracted{background:#fee2e2}"
+    ".err{background:#fee2e2;border:1px solid #fca5a5;padding:8px}\n"
+    ".legend span{margin-right:12px}"
+    ".legend i{display:inline-block;width:18px;height:9px;margin-right:4px;border:1px solid #555}\n"
+    ".svgwrap{overflow-x:auto;background:#fff;border:1px solid #e5e7eb;padding:4px}\n"
+    "code{font-size:12px}\n"
+)
 
 
 def layout(title: str, body: str, *, json_href: str | None = None, basis_html: str = "") -> str:
@@ -93,7 +99,8 @@ def fact_table(facts: Sequence[Mapping[str, Any]], basis_params: Mapping[str, An
         cells = []
         for c in cols:
             if c == "subject":
-                cells.append(f'<a href="{esc(entity_url(str(f["subject"]), "", basis_params))}">{esc(f["subject"])}</a>')
+                cells.append(f'<a href="{esc(entity_url(str(f["subject"]), "", basis_params))}">'
+                             f'{esc(f["subject"])}</a>')
             elif c == "object":
                 cells.append(_obj_html(f, basis_params))
             elif c == "interval":

@@ -127,7 +127,8 @@ def openapi_document() -> dict[str, Any]:
                     "summary": "add a fact (duplicates coalesce; single-valued predicates supersede)",
                     "security": [{"bearer": []}],
                     "requestBody": {"required": True,
-                                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/NewFact"}}}},
+                                    "content": {"application/json": {
+                                        "schema": {"$ref": "#/components/schemas/NewFact"}}}},
                     "responses": {"201": _json(_FACT_RESULT, "created (or the existing fact)"), **write_errors},
                 },
             },
@@ -171,7 +172,8 @@ def openapi_document() -> dict[str, Any]:
                     "added": {"type": "array", "items": _FACT}, "removed": {"type": "array", "items": _FACT},
                     "changed": {"type": "array", "items": {"type": "object"}}}}), **_errors(400)}}},
             "/api/search": {"get": {
-                "summary": "evidence search (BM25 and dense vectors fused), with score parts and the facts each hit supports",
+                "summary": "evidence search (BM25 and dense vectors fused), with score parts and the facts each hit "
+                           "supports",
                 "parameters": [_q("q", "the question or words to search for", required=True),
                                _q("view", "raw (every episode), as_recorded (recorded by `at`) or as_world (also not "
                                   "superseded at `at`; default)",

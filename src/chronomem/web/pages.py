@@ -21,7 +21,8 @@ def index_page(data: Mapping[str, Any]) -> str:
     bp = _bp(data)
     s = data["stats"]
     stats = "".join(f"<tr><th>{esc(k)}</th><td>{esc(s[k])}</td></tr>"
-                    for k in ("namespace", "entities", "facts", "current", "ended", "retracted", "versions", "predicates"))
+                    for k in ("namespace", "entities", "facts", "current", "ended", "retracted", "versions",
+                              "predicates"))
     parts = [f'<h2>Stats</h2><table id="stats">{stats}</table>']
     parts.append(
         '<h2>Search</h2><form method="get" action="/" id="search">'
@@ -42,16 +43,19 @@ def index_page(data: Mapping[str, Any]) -> str:
                     f'{esc("[" + str(f.get("valid_from") or "…") + ", " + str(f.get("valid_to") or "…") + ")")}</td>'
                     f'<td><code>{esc(f["id"])}</code></td></tr>')
     parts.append('<h2>Recent changes</h2><p class="muted">latest system-time events, newest first</p>')
-    parts.append(f'<table id="recent"><tr><th>recorded at</th><th>event</th><th>fact</th><th>id</th></tr>{"".join(rows)}</table>'
+    parts.append(f'<table id="recent"><tr><th>recorded at</th><th>event</th><th>fact</th><th>id</th></tr>'
+                 f'{"".join(rows)}</table>'
                  if rows else '<p class="muted">no facts yet</p>')
-    return layout(f"Memory · {data['namespace']}", "".join(parts), json_href="/index.json" + qs({**bp, "q": data.get("query")}),
+    return layout(f"Memory · {data['namespace']}", "".join(parts),
+                  json_href="/index.json" + qs({**bp, "q": data.get("query")}),
                   basis_html=basis_form(data["basis"], "/", {"q": data.get("query")}))
 
 
 _LEGEND = (
     '<p class="legend"><span><i style="background:#3b82f6"></i>valid at cursor</span>'
     '<span><i style="background:#93c5fd"></i>starts later</span><span><i style="background:#9ca3af"></i>ended</span>'
-    '<span><i style="background:#c4b5a0"></i>superseded</span><span><i style="background:#a3a3a3"></i>invalidated</span>'
+    '<span><i style="background:#c4b5a0"></i>superseded</span>'
+    '<span><i style="background:#a3a3a3"></i>invalidated</span>'
     '<span><i style="background:#fee2e2;border-color:#d33"></i>retracted (never true)</span>'
     '<span>● corrected</span><span>▶ still true (open end)</span><span>faded start: start unknown</span>'
     '<span style="color:#dc2626">| cursor</span></p>'
@@ -140,13 +144,15 @@ def graph_page(data: Mapping[str, Any]) -> str:
     edges = [GraphEdge(**e) for e in data["edges"]]
     sl = data["slider"]
     hops_links = " ".join(
-        f"<b>{h}</b>" if h == data["hops"] else f'<a href="{esc(entity_url(name, "/graph", {**bp, "hops": h}))}">{h}</a>'
+        f"<b>{h}</b>" if h == data["hops"]
+        else f'<a href="{esc(entity_url(name, "/graph", {**bp, "hops": h}))}">{h}</a>'
         for h in (1, 2)
     )
     parts = [
         f'<p><a href="{esc(entity_url(name, "", bp))}">← {esc(name)}</a> · hops: {hops_links}</p>',
         f'<p><label>valid time: <input type="range" id="slider" min="{sl["min_day"]}" max="{sl["max_day"]}" '
-        f'value="{sl["value_day"]}" step="1" style="width:600px"></label> <b id="slider-date">{esc(data["as_of"][:10])}</b></p>',
+        f'value="{sl["value_day"]}" step="1" style="width:600px"></label> '
+        f'<b id="slider-date">{esc(data["as_of"][:10])}</b></p>',
         f'<p id="graph-info" class="muted">{len(data["edges"])} edge(s), {data["neighbors_total"]} entit(ies) within '
         f'{data["hops"]} hop(s), every edge valid at {esc(data["as_of"])}</p>',
         '<div class="svgwrap">'
@@ -191,7 +197,8 @@ def diff_page(data: Mapping[str, Any]) -> str:
         rows.append(f'<tr><td><a href="{esc(entity_url(str(c["subject"]), "", bp))}">{esc(c["subject"])}</a></td>'
                     f'<td>{esc(c["predicate"])}</td><td>{esc(old["object"])}</td><td>{esc(new["object"])}</td></tr>')
     parts.append(f'<h2>Changed ({len(rows)})</h2>')
-    parts.append(f'<table id="changed"><tr><th>subject</th><th>predicate</th><th>was</th><th>now</th></tr>{"".join(rows)}</table>'
+    parts.append(f'<table id="changed"><tr><th>subject</th><th>predicate</th><th>was</th><th>now</th></tr>'
+                 f'{"".join(rows)}</table>'
                  if rows else '<p class="muted">none</p>')
     return layout("Diff", "".join(parts), json_href="/diff.json" + qs({**keep, **bp}),
                   basis_html=basis_form(data["basis"], "/diff", keep))

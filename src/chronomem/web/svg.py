@@ -132,11 +132,15 @@ _TIMELINE_DEFS = (
     '<linearGradient id="g-open-both" x1="0" x2="1"><stop offset="0" stop-color="white" stop-opacity="0"/>'
     '<stop offset="0.2" stop-color="white" stop-opacity="1"/><stop offset="0.8" stop-color="white" stop-opacity="1"/>'
     '<stop offset="1" stop-color="white" stop-opacity="0.25"/></linearGradient>'
-    '<mask id="m-open-start" maskContentUnits="objectBoundingBox"><rect width="1" height="1" fill="url(#g-open-start)"/></mask>'
-    '<mask id="m-open-end" maskContentUnits="objectBoundingBox"><rect width="1" height="1" fill="url(#g-open-end)"/></mask>'
-    '<mask id="m-open-both" maskContentUnits="objectBoundingBox"><rect width="1" height="1" fill="url(#g-open-both)"/></mask>'
+    '<mask id="m-open-start" maskContentUnits="objectBoundingBox">'
+    '<rect width="1" height="1" fill="url(#g-open-start)"/></mask>'
+    '<mask id="m-open-end" maskContentUnits="objectBoundingBox">'
+    '<rect width="1" height="1" fill="url(#g-open-end)"/></mask>'
+    '<mask id="m-open-both" maskContentUnits="objectBoundingBox">'
+    '<rect width="1" height="1" fill="url(#g-open-both)"/></mask>'
     '<pattern id="p-retracted" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">'
-    '<rect width="6" height="6" fill="#fde8e8"/><line x1="0" y1="0" x2="0" y2="6" stroke="#d33" stroke-width="2"/></pattern>'
+    '<rect width="6" height="6" fill="#fde8e8"/>'
+    '<line x1="0" y1="0" x2="0" y2="6" stroke="#d33" stroke-width="2"/></pattern>'
     "</defs>"
 )
 
@@ -146,7 +150,8 @@ _TIMELINE_STYLE = (
     ".tl .glabel{font-weight:bold}.tl .gsep{stroke:#bbb}"
     ".bar{stroke-width:1}.bar.current{fill:#3b82f6;stroke:#1d4ed8}.bar.future{fill:#93c5fd;stroke:#3b82f6}"
     ".bar.ended{fill:#9ca3af;stroke:#6b7280}.bar.superseded{fill:#c4b5a0;stroke:#8a6d3b}"
-    ".bar.invalidated{fill:#a3a3a3;stroke:#525252}.bar.retracted{fill:url(#p-retracted);stroke:#d33;stroke-dasharray:3 2}"
+    ".bar.invalidated{fill:#a3a3a3;stroke:#525252}"
+    ".bar.retracted{fill:url(#p-retracted);stroke:#d33;stroke-dasharray:3 2}"
     ".endcap{stroke:#111;stroke-width:3}.arrow{fill:#1d4ed8}.strike{stroke:#d33;stroke-width:1.5}"
     ".tl .blabel{fill:#fff;font-size:10px}.tl .blabel.dark{fill:#222}.corr{fill:#f59e0b;stroke:#92400e}"
     ".cursor{stroke:#dc2626;stroke-width:2}.tl .cursor-label{fill:#dc2626;font-weight:bold}"
@@ -202,7 +207,8 @@ def timeline_svg(bars: Sequence[Bar], cursor_us: int | None, *, width: int = 980
     if cursor_us is not None:
         xc = x(cursor_us)
         out.append(f'<line class="cursor" x1="{xc:.1f}" y1="{top - 4}" x2="{xc:.1f}" y2="{height - 14}"/>')
-        out.append(f'<text class="cursor-label" x="{xc:.1f}" y="{height - 3}" text-anchor="middle">{esc(cursor_label)}</text>')
+        out.append(f'<text class="cursor-label" x="{xc:.1f}" y="{height - 3}" text-anchor="middle">'
+                   f'{esc(cursor_label)}</text>')
     out.append("</svg>")
     return "".join(out)
 
@@ -239,9 +245,11 @@ def _bar_svg(bar: Bar, x: Callable[[int], float], y: float, row: int, left: floa
         parts.append(f'<line class="endcap" x1="{x1:.1f}" y1="{y + 2:.1f}" x2="{x1:.1f}" y2="{y + 4 + h:.1f}">'
                      f"<title>{why}</title></line>")
     if bar.status == "retracted":
-        parts.append(f'<line class="strike" x1="{x0:.1f}" y1="{y + 3 + h / 2:.1f}" x2="{x1:.1f}" y2="{y + 3 + h / 2:.1f}"/>')
+        parts.append(f'<line class="strike" x1="{x0:.1f}" y1="{y + 3 + h / 2:.1f}" '
+                     f'x2="{x1:.1f}" y2="{y + 3 + h / 2:.1f}"/>')
     if bar.corrected:
-        parts.append(f'<circle class="corr" cx="{x0 + 4:.1f}" cy="{y + 3 + h / 2:.1f}" r="3.5"><title>corrected</title></circle>')
+        parts.append(f'<circle class="corr" cx="{x0 + 4:.1f}" cy="{y + 3 + h / 2:.1f}" r="3.5">'
+                     f'<title>corrected</title></circle>')
     room = int((w - 10) / 6)
     if room >= 3:
         dark = " dark" if bar.status in ("retracted", "future", "superseded") else ""
