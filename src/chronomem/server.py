@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import ipaddress
 import logging
 import os
 import socket
 from typing import Any, AsyncContextManager, Callable
 
+from ._net import is_loopback
 from .errors import InvalidInputError, MissingExtraError, UnsafeBindError
 from .memory import Memory
 
@@ -28,17 +28,6 @@ log = logging.getLogger("chronomem.server")
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 TOKEN_ENV = "CHRONOMEM_TOKEN"
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` only accepts connections from this machine."""
-    name = host.strip().strip("[]")
-    if name.casefold() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
 
 
 def resolve_token(token: str | None, host: str, env: dict[str, str] | None = None) -> str | None:

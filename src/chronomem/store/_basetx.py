@@ -122,11 +122,26 @@ class Cursor(Protocol):
 
 
 class TxStore(Protocol):
-    """What the shared primitives use of the store."""
+    """What the shared primitives use of the store: the type of
+    :attr:`BaseTx.store`, so a transaction module need not import its store
+    class (each backend's transaction extends it with what it uses besides).
+
+    The three caches are the store's: it creates and fills them, and drops
+    the name-key ones when names change (``SQLiteStore.drop_name_caches``,
+    ``PostgresStore._clear_caches``); a transaction only adds the names it
+    creates and drops the ones it erases, so later reads find them without a
+    round trip.
+    """
 
     _names: dict[int, str]
+    """Entity id -> display name (names never change once created). Owned by
+    the store; a transaction adds the entities it creates, drops erased ones."""
     _entity_cache: dict[tuple[int, str], int]
+    """``(ns_id, name key)`` -> entity id. Owned by the store; a transaction
+    adds the keys it creates or moves."""
     _pred_cache: dict[tuple[int, str], PredicateRecord]
+    """``(ns_id, name key)`` -> predicate. Owned by the store; a transaction
+    adds the predicates it creates."""
 
     @property
     def capabilities(self) -> Capabilities: ...

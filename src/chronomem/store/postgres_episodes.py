@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import re
 from array import array
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 from ..errors import StoreError
 from ._baseepisodes import BaseEpisodeStore, BaseEpisodeTx, EpisodeSQL, pruned_query
@@ -26,8 +26,6 @@ from .base import EpisodeFilter
 
 if TYPE_CHECKING:  # pragma: no cover
     import psycopg
-
-    from .postgres import PostgresStore
 
 __all__ = ["PgEpisodeStoreMixin", "PgEpisodeTxMixin", "tsquery_terms"]
 
@@ -55,12 +53,23 @@ def _floats(blob: bytes) -> list[float]:
     return array("f", blob).tolist()
 
 
+class PgEpisodeTxStore(Protocol):
+    """What :class:`PgEpisodeTxMixin` uses of its store
+    (:class:`~chronomem.store.postgres.PostgresStore`); a protocol, so this module
+    need not import the store (that import made a cycle)."""
+
+    @property
+    def pgvector(self) -> bool:
+        """Whether the store keeps vectors also as pgvector's ``vector``."""
+        ...
+
+
 class PgEpisodeTxMixin(BaseEpisodeTx):
     """Episode writes inside one PostgreSQL write transaction (the ones both
     backends share are in :class:`~chronomem.store._baseepisodes.BaseEpisodeTx`)."""
 
     ep_sql = _SQL
-    store: "PostgresStore"
+    store: PgEpisodeTxStore
 
     if TYPE_CHECKING:  # pragma: no cover - provided by PgTx
         @property

@@ -10,20 +10,19 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 from ..errors import ChronomemError, InvalidInputError, StoreError
 from ..normalize import normalize_key
 from ..timeutil import MAX_US
-from ._basetx import INSERT_COLS, RAW_COLS, BaseTx, TxSQL, fact_values
+from ._basetx import INSERT_COLS, RAW_COLS, BaseTx, TxSQL, TxStore, fact_values
 from .base import PredicateRecord, Row
-from .postgres_episodes import PgEpisodeTxMixin
+from .postgres_episodes import PgEpisodeTxMixin, PgEpisodeTxStore
 
 if TYPE_CHECKING:  # pragma: no cover
     import psycopg
-
-    from .postgres import PostgresStore
 
 __all__ = ["PgTx", "RAW_COLS", "FACT_INSERT_COLS", "CAN_EMIT_SQL", "DURABILITY", "CommitPlan", "check_durability"]
 
@@ -125,14 +124,50 @@ def _bump_names(conn: "psycopg.Connection[Any]") -> None:
     )
 
 
+class PgTxStore(TxStore, PgEpisodeTxStore, Protocol):
+    """What :class:`PgTx` uses of its store
+    (:class:`~chronomem.store.postgres.PostgresStore`), besides
+    :class:`TxStore` and :class:`PgEpisodeTxStore`; a protocol, so this module
+    need not import the store (that import made a cycle)."""
+
+    _card_cache: dict[int, str]
+    """Predicate id -> cardinality, owned by the store (filled by
+    :meth:`_cardinality`, cleared with the name caches); a transaction sets
+    the entry of a predicate it creates and drops that of one it defines."""
+
+    @property
+    def schema(self) -> str | None:
+        """The store's schema (``None``: the connection's search path)."""
+        ...
+
+    @property
+    def commit_plan(self) -> CommitPlan:
+        """How the store's write transactions commit."""
+        ...
+
+    def _clear_caches(self) -> None:
+        """Drop the store's name caches (keys, predicates, cardinalities)."""
+        ...
+
+    def _cardinality(self, predicate_id: int) -> str:
+        """A predicate's cardinality, through :attr:`_card_cache`."""
+        ...
+
+    def _errors(self) -> AbstractContextManager[None]:
+        """Turn driver errors raised inside into :class:`StoreError` s."""
+        ...
+
+    def predicate_by_id(self, predicate_id: int) -> PredicateRecord | None: ...
+
+
 class PgTx(BaseTx, PgEpisodeTxMixin):
     """Write primitives bound to an open PostgreSQL transaction (the ones
     both backends share are in :class:`~chronomem.store._basetx.BaseTx`)."""
 
     sql = _SQL
-    store: "PostgresStore"
+    store: PgTxStore
 
-    def __init__(self, store: "PostgresStore", conn: "psycopg.Connection[Any]", now: int, *,
+    def __init__(self, store: PgTxStore, conn: "psycopg.Connection[Any]", now: int, *,
                  shared: bool = False) -> None:
         self.store = store
         self._conn = conn

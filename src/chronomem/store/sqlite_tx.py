@@ -6,16 +6,13 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Protocol, Sequence
 
 from ..timeutil import MAX_US
 from . import _fork
-from ._basetx import BaseTx, TxSQL, fact_values
+from ._basetx import BaseTx, TxSQL, TxStore, fact_values
 from .base import PredicateRecord, Row
 from .sqlite_episodes import EpisodeTxMixin
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .sqlite import SQLiteStore
 
 __all__ = ["SQLiteTx"]
 
@@ -32,14 +29,35 @@ REBUILD_MIN_ROWS = 50_000
 REBUILD_MAX_SHARE = 0.4
 
 
+class SQLiteTxStore(TxStore, Protocol):
+    """What :class:`SQLiteTx` uses of its store
+    (:class:`~chronomem.store.sqlite.SQLiteStore`), besides :class:`TxStore`; a
+    protocol, so this module need not import the store (that import made a
+    cycle)."""
+
+    _con: sqlite3.Connection
+    """The store's one connection, owned (opened and closed) by the store;
+    the transaction runs its statements on it."""
+    _last_sys: int | None
+    """The store's cached last system time (``None``: read it again), owned
+    by the store; a raw restore that moves the time on updates it."""
+
+    def _entity_id(self, ns_id: int, key: str) -> int | None:
+        """The entity of a name key, through the store's entity cache."""
+        ...
+
+    def drop_name_caches(self) -> None: ...
+    def last_system_time(self) -> int: ...
+
+
 class SQLiteTx(BaseTx, EpisodeTxMixin):
     """Write primitives bound to an open ``BEGIN IMMEDIATE`` transaction
     (the ones both backends share are in :class:`~chronomem.store._basetx.BaseTx`)."""
 
     sql = TxSQL("?")
-    store: SQLiteStore
+    store: SQLiteTxStore
 
-    def __init__(self, store: SQLiteStore, now: int) -> None:
+    def __init__(self, store: SQLiteTxStore, now: int) -> None:
         self.store = store
         self.con = store._con
         self.now = now

@@ -18,9 +18,9 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .._net import is_loopback
 from ..errors import ChronomemError, InvalidInputError
 from ..memory import Memory
-from ..server import is_loopback
 from . import data, evidence, evidence_pages, pages
 from .api import api_routes
 from .errors import AuthenticationError, ForbiddenError, error_response

@@ -1,0 +1,154 @@
+"""No import cycles in the package, but the one known and scheduled to go.
+
+The import graph of ``src/chronomem`` is read with :mod:`ast`: every
+``import`` and ``from ... import`` anywhere in a module (function bodies and
+``if TYPE_CHECKING:`` blocks included: a cycle only the type checker follows
+still ties the modules together), relative imports resolved. ``from pkg import
+name`` counts as an import of ``pkg.name`` where that is a module, else of
+``pkg``; an import of ``a.b.c`` where ``c`` is not a module counts as one of
+the nearest enclosing module. Its strongly connected components with more
+than one module are the cycles; any new one fails the test.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Iterator, Mapping
+
+import chronomem
+
+PACKAGE = Path(chronomem.__file__).resolve().parent
+
+# the Memory mixins; removed by the layered redesign (issue 13)
+KNOWN_CYCLES = [
+    ["chronomem.evidence.episodes", "chronomem.evidence.recall", "chronomem.memory"],
+]
+
+
+def _module_files(root: Path) -> dict[str, Path]:
+    """Dotted module name -> file, for every module of the package at ``root``."""
+    modules: dict[str, Path] = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        modules[".".join(parts)] = path
+    return modules
+
+
+def _targets(
+    module: str, is_package: bool, node: ast.Import | ast.ImportFrom, modules: Mapping[str, Path]
+) -> list[str]:
+    """The dotted names ``node`` (in ``module``) imports, before they are
+    narrowed to modules of the package."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    base = node.module or ""
+    if node.level:
+        package = module.split(".") if is_package else module.split(".")[:-1]
+        anchor = package[: len(package) - node.level + 1]
+        base = ".".join([*anchor, *([node.module] if node.module else [])])
+    return [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+
+
+def import_graph(root: Path) -> dict[str, set[str]]:
+    """Module -> the modules of the package at ``root`` it imports (itself excluded)."""
+    modules = _module_files(root)
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        is_package = path.name == "__init__.py"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
+            for target in _targets(name, is_package, node, modules):
+                while target not in modules and "." in target:
+                    target = target.rsplit(".", 1)[0]
+                if target in modules and target != name:
+                    graph[name].add(target)
+    return graph
+
+
+def strongly_connected(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of ``graph`` (Tarjan's algorithm,
+    iterative), each sorted; singletons included."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+    work: list[tuple[str, Iterator[str]]] = []
+
+    def enter(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        work.append((v, iter(sorted(graph.get(v, ())))))
+
+    for start in sorted(graph):
+        if start in index:
+            continue
+        enter(start)
+        while work:
+            v, edges = work[-1]
+            for w in edges:
+                if w not in index:
+                    enter(w)
+                    break
+                if w in on_stack:
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[v])
+                if low[v] == index[v]:
+                    component: list[str] = []
+                    while True:
+                        w = stack.pop()
+                        on_stack.discard(w)
+                        component.append(w)
+                        if w == v:
+                            break
+                    components.append(sorted(component))
+    return components
+
+
+def cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """The components of more than one module, sorted."""
+    return sorted(c for c in strongly_connected(graph) if len(c) > 1)
+
+
+def test_the_cycle_finder_finds_cycles() -> None:
+    graph = {
+        "a": {"b"}, "b": {"c"}, "c": {"a", "d"},  # a -> b -> c -> a
+        "d": {"e"}, "e": {"d"},  # d <-> e, reached from the first cycle
+        "f": {"a", "g"}, "g": set(), "h": {"h"},  # no cycle (a self-import is none)
+    }
+    assert cycles(graph) == [["a", "b", "c"], ["d", "e"]]
+    assert sorted(strongly_connected(graph)) == [["a", "b", "c"], ["d", "e"], ["f"], ["g"], ["h"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_graph_sees_relative_and_type_checking_imports(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from .sub import tx\n")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "store.py").write_text("from . import tx\nfrom ..sub.tx import Tx\n")
+    (pkg / "sub" / "tx.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .store import Store\n"
+    )
+    (pkg / "util.py").write_text("def f() -> None:\n    import pkg.sub.store\n    import json\n")
+    graph = import_graph(pkg)
+    assert graph == {
+        "pkg": {"pkg.sub.tx"}, "pkg.sub": set(), "pkg.sub.store": {"pkg.sub.tx"},
+        "pkg.sub.tx": {"pkg.sub.store"}, "pkg.util": {"pkg.sub.store"},
+    }
+    assert cycles(graph) == [["pkg.sub.store", "pkg.sub.tx"]]
+
+
+def test_no_new_import_cycles() -> None:
+    graph = import_graph(PACKAGE)
+    assert "chronomem.store.sqlite_tx" in graph and graph["chronomem.server"], "the graph looks empty"
+    assert cycles(graph) == KNOWN_CYCLES
