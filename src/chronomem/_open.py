@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 from .memory import Memory
 from .store import open_store, resolve_url
-from .store.base import Store
 
 if TYPE_CHECKING:  # pragma: no cover
     from .evidence.embed import Embedder
@@ -59,13 +58,6 @@ def open(
     return mem
 
 
-def open_store_at(
-    target: str | os.PathLike[str],
-    *,
-    clock: Any = None,
-    durability: str = "normal",
-    busy_timeout: float = 30.0,
-) -> Store:
-    """Open (creating if needed) the store behind a path or URL, without
-    choosing a namespace (``chronomem copy`` and ``migrate`` use it)."""
-    return open_store(target, clock=clock, durability=durability, busy_timeout=busy_timeout)
+#: Open (creating if needed) the store behind a path or URL, without choosing
+#: a namespace (``chronomem copy`` and ``migrate`` use it): the dispatcher itself.
+open_store_at = open_store

@@ -10,9 +10,7 @@ from typing import Any
 from ..errors import InvalidInputError
 from .base import Capabilities, Store
 
-__all__ = ["Capabilities", "SQLITE_DURABILITY", "Store", "missing_local_file", "open_store", "resolve_url"]
-
-SQLITE_DURABILITY = ("normal", "full")
+__all__ = ["Capabilities", "Store", "missing_local_file", "open_store", "resolve_url"]
 
 
 def resolve_url(target: str | os.PathLike[str]) -> tuple[str, str]:
@@ -62,11 +60,6 @@ def open_store(
     if backend == "sqlite":
         from .sqlite import SQLiteStore
 
-        if durability not in SQLITE_DURABILITY:
-            raise InvalidInputError(
-                f"durability must be 'normal' or 'full' on SQLite, not {durability!r}"
-                + (" ('async' is PostgreSQL's)" if durability == "async" else "")
-            )
         return SQLiteStore(location, clock=clock, durability=durability, busy_timeout=busy_timeout)
     from .postgres import PostgresStore
 

@@ -24,7 +24,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-from ..errors import SchemaVersionError, StoreError, StoreLockedError
+from ..errors import InvalidInputError, SchemaVersionError, StoreError, StoreLockedError
 from ..timeutil import MAX_US, Clock, SystemClock, from_us, peek_clock, to_us
 from . import _fork
 from ._basestore import RowReadsMixin, StoreSQL
@@ -88,7 +88,10 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
                 parent.mkdir(parents=True, exist_ok=True)
         self._busy_ms = int(busy_timeout * 1000)
         if durability not in ("normal", "full"):
-            raise StoreError(f"durability must be 'normal' or 'full', not {durability!r}")
+            raise InvalidInputError(
+                f"durability must be 'normal' or 'full' on SQLite, not {durability!r}"
+                + (" ('async' is PostgreSQL's)" if durability == "async" else "")
+            )
         self.durability = durability
         self._con = self._connect()
         self._checkpointer: _Checkpointer | None = None
