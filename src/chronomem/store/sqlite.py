@@ -81,6 +81,9 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
         self.path = path
         self.url = "sqlite:///" + path if path != ":memory:" else "sqlite://:memory:"
         self._clock: Clock = clock or SystemClock()
+        # episodes and prefix search; a file store names its file (an in-memory one has none)
+        self.capabilities = Capabilities(episodes=True, entity_prefix_search=True,
+                                         local_path=None if path == ":memory:" else path)
         self._lock = threading.RLock()
         if path != ":memory:":
             parent = Path(path).expanduser().resolve().parent
@@ -237,13 +240,6 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
     def schema_version(self) -> int:
         row = self._con.execute("SELECT max(version) FROM schema_migrations").fetchone()
         return int(row[0] or 0)
-
-    @property
-    def capabilities(self) -> Capabilities:
-        """Episodes and prefix search; a file store names its file (an
-        in-memory one has none)."""
-        return Capabilities(episodes=True, entity_prefix_search=True,
-                            local_path=None if self.path == ":memory:" else self.path)
 
     @property
     def clock(self) -> Clock:
