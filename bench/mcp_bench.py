@@ -33,7 +33,7 @@ from mcp import Client, StdioServerParameters
 
 _HTTP_SERVER = """
 import sys, uvicorn, chronomem
-from chronomem.mcp import build_http_app
+from chronomem.adapters.mcp import build_http_app
 mem = chronomem.open(sys.argv[1])
 uvicorn.run(build_http_app(mem), host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
 """
@@ -72,7 +72,7 @@ def _http_process(db: Path) -> Iterator[str]:
 @contextlib.asynccontextmanager
 async def _client(transport: str, db: Path, url: str | None) -> AsyncIterator[Client]:
     if transport == "stdio":
-        params = StdioServerParameters(command=sys.executable, args=["-m", "chronomem.cli", "--db", str(db), "mcp"],
+        params = StdioServerParameters(command=sys.executable, args=["-m", "chronomem", "--db", str(db), "mcp"],
                                        env=_env())
         async with Client(params, mode="legacy") as c:
             yield c

@@ -29,7 +29,7 @@ from typing import Any, Iterator
 import httpx
 
 import chronomem
-from chronomem.web import create_app
+from chronomem.adapters.web import create_app
 
 PROBES = {"Probe50": 50, "Probe500": 500}
 BATCH = 50_000

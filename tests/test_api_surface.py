@@ -36,12 +36,12 @@ INTERNAL_ERRORS = {"AuthenticationError", "ForbiddenError", "InstallError", "Con
 
 #: where each error used to live; those imports keep working
 OLD_HOMES = {
-    "EpisodeNotFoundError": ["chronomem.evidence", "chronomem.evidence.episodes"],
-    "UnsafeBindError": ["chronomem.server"],
-    "AuthenticationError": ["chronomem.web.errors"],
-    "ForbiddenError": ["chronomem.web.errors"],
-    "InstallError": ["chronomem.install", "chronomem.install.core"],
-    "ConfigFormatError": ["chronomem.install.formats"],
+    "EpisodeNotFoundError": ["chronomem.service.evidence", "chronomem.service.evidence.episodes"],
+    "UnsafeBindError": ["chronomem.adapters.web.server"],
+    "AuthenticationError": ["chronomem.adapters.web.errors"],
+    "ForbiddenError": ["chronomem.adapters.web.errors"],
+    "InstallError": ["chronomem.adapters.install", "chronomem.adapters.install.core"],
+    "ConfigFormatError": ["chronomem.adapters.install.formats"],
 }
 
 MEMORY_METHODS = {

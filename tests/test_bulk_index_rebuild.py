@@ -12,7 +12,7 @@ import pytest
 
 import chronomem
 from chronomem import InvalidInputError
-from chronomem.store.sqlite_tx import REBUILD_MIN_ROWS
+from chronomem.store.sqlite.tx import REBUILD_MIN_ROWS
 
 N = REBUILD_MIN_ROWS + 2_000
 
@@ -78,7 +78,7 @@ def test_a_failed_load_leaves_the_indexes_and_the_table_as_they_were(tmp_path: P
     path = tmp_path / "bulk.db"
     mem = chronomem.open(str(path))
     before = _indexes(path)
-    from chronomem.store import sqlite_tx
+    from chronomem.store.sqlite import tx as sqlite_tx
 
     real = sqlite_tx.SQLiteTx._insert_then_index
 

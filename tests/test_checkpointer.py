@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import chronomem
-from chronomem.store.sqlite_tx import _Checkpointer
+from chronomem.store.sqlite.tx import _Checkpointer
 
 
 def _wal_bytes(db: Path) -> int:

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 import chronomem
-from chronomem.cli import main
+from chronomem.adapters.cli import main
 
 BAD_TIME = "2025-13-45"
 
@@ -361,7 +361,7 @@ def test_failure_with_verbose_still_one_error_line_on_stdout_free(db: Path) -> N
 
 
 def test_demo_command(tmp_path: Path) -> None:
-    pytest.importorskip("chronomem.demo", reason="the demo module is not installed")
+    pytest.importorskip("chronomem.adapters.demo", reason="the demo module is not installed")
     db = tmp_path / "demo.db"
     out = js(db, "demo", "--in-memory")
     assert isinstance(out, dict)

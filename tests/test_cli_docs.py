@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from chronomem.cli import main
-from chronomem.cli._docgen import BEGIN, END, reference
+from chronomem.adapters.cli import main
+from chronomem.adapters.cli._docgen import BEGIN, END, reference
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
 
@@ -26,7 +26,7 @@ def test_reference_is_up_to_date() -> None:
     assert BEGIN in text and END in text
     generated = text.split(BEGIN, 1)[1].split(END, 1)[0].strip()
     assert generated == reference(main).strip(), (
-        "docs/cli.md is out of date: run `python -m chronomem.cli._docgen docs/cli.md`"
+        "docs/cli.md is out of date: run `python -m chronomem.adapters.cli._docgen docs/cli.md`"
     )
 
 

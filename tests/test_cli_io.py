@@ -11,7 +11,7 @@ from click.testing import CliRunner, Result
 
 import chronomem
 from chronomem import FakeClock
-from chronomem.cli import main
+from chronomem.adapters.cli import main
 from test_io import answers, build_story
 
 

@@ -14,9 +14,9 @@ from click.testing import CliRunner
 import chronomem
 from chronomem import ConflictError, FakeClock, InvalidInputError, Memory
 from chronomem._open import open_store_at
-from chronomem.cli import main
-from chronomem.copy import copy_store
-from chronomem.evidence import default_embedder
+from chronomem.adapters.cli import main
+from chronomem.service.evidence import default_embedder
+from chronomem.service.transfer.copy import copy_store
 from conftest import pg_schema_url
 from test_io_merges import check_unmerge, merge_story, name_answers
 

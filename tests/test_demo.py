@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 
 import chronomem
-from chronomem.demo import run_demo
+from chronomem.adapters.demo import run_demo
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -200,7 +200,7 @@ def _shell_lines(markdown: str) -> list[str]:
 def test_documented_cli_commands_run(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from click.testing import CliRunner
 
-    from chronomem.cli import main
+    from chronomem.adapters.cli import main
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))

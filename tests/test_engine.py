@@ -1,4 +1,4 @@
-"""Unit tests of the write engine (:mod:`chronomem._engine`): the placement
+"""Unit tests of the write engine (:mod:`chronomem.core.engine`): the placement
 rules on plain :class:`Row` objects, without a store."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from typing import Iterable
 
 import pytest
 
-from chronomem._engine import GroupState, TxWork
-from chronomem.store.base import Row
-from chronomem.timeutil import MAX_US, MIN_US
+from chronomem.core.engine import GroupState, TxWork
+from chronomem.core.time import MAX_US, MIN_US
+from chronomem.store.protocol import Row
 
 NOW = 1_000_000
 S, P = 1, 2  # subject and predicate ids

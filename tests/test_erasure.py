@@ -27,8 +27,8 @@ import pytest
 
 import chronomem
 from chronomem import FakeClock, Memory
-from chronomem.evidence import SearchConfig
-from chronomem.evidence.models import VIEWS
+from chronomem.service.evidence import SearchConfig
+from chronomem.service.evidence.models import VIEWS
 from conftest import pg_test_url
 from contract._helpers import MemoryFactory
 from hash_embedder import HashEmbedder

@@ -1,7 +1,7 @@
 """Episodes, hybrid search, time views, fact links, erasure and bad input.
 
 Real SQLite files in ``tmp_path`` and the real bundled embedder (loaded once
-per process by :func:`chronomem.evidence.default_embedder`)."""
+per process by :func:`chronomem.service.evidence.default_embedder`)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import pytest
 import chronomem
 from chronomem import FakeClock, InvalidInputError, InvalidTimeError, Memory
 from chronomem.errors import ConfirmationRequiredError, ConflictError
-from chronomem.evidence import MAX_EPISODE_CHARS, EpisodeNotFoundError, SearchConfig, default_embedder
+from chronomem.service.evidence import MAX_EPISODE_CHARS, EpisodeNotFoundError, SearchConfig, default_embedder
 
 
 @pytest.fixture(scope="session")
@@ -300,7 +300,7 @@ def test_passages_on_several_threads_embed_like_queries_on_one() -> None:
     one-thread one: the same text gets the same vector from both."""
     import numpy as np
 
-    from chronomem.evidence import MiniLMEmbedder
+    from chronomem.service.evidence import MiniLMEmbedder
 
     emb = MiniLMEmbedder(passage_threads=2)
     texts = ["The cat sat on the mat.", "We switched the queue from RabbitMQ to Kafka in October 2024.",
@@ -361,7 +361,7 @@ def test_ann_cache_persists_beside_the_sqlite_file(tmp_path: Path, embedder: obj
 def test_very_common_terms_are_pruned_from_the_lexical_query(make_memory: Any) -> None:
     import dataclasses
 
-    from chronomem.evidence.lexical import fts_query
+    from chronomem.service.evidence.lexical import fts_query
 
     m = make_memory()
     m.use_embedder(None)
@@ -392,7 +392,7 @@ def test_pruned_query_keeps_the_rarest_terms_that_fit() -> None:
     from hypothesis import given
     from hypothesis import strategies as st
 
-    from chronomem.store._baseepisodes import pruned_query
+    from chronomem.store.sql.episodes import pruned_query
 
     def q(terms: list[str]) -> str:
         return " OR ".join(f'"{t}"' for t in terms)

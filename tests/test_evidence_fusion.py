@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chronomem import InvalidInputError
-from chronomem.evidence import SearchConfig
-from chronomem.evidence.fusion import group_boost, minmax, relative_contributions, rrf, rrf_contributions
-from chronomem.evidence.lexical import cjk_bigrams, fts_query, query_terms
+from chronomem.service.evidence import SearchConfig
+from chronomem.service.evidence.fusion import group_boost, minmax, relative_contributions, rrf, rrf_contributions
+from chronomem.service.evidence.lexical import cjk_bigrams, fts_query, query_terms
 
 rankings = st.lists(st.lists(st.integers(0, 30), max_size=15), min_size=1, max_size=4)
 

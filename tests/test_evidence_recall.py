@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from chronomem import FakeClock, Memory
-from chronomem.evidence import default_embedder
+from chronomem.service.evidence import default_embedder
 
 
 @pytest.fixture

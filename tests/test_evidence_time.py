@@ -6,8 +6,8 @@ import datetime as _dt
 
 import pytest
 
-from chronomem.evidence.timemention import resolve_mentions
-from chronomem.timeutil import Precision
+from chronomem.core.time import Precision
+from chronomem.service.evidence.timemention import resolve_mentions
 
 BASE = _dt.datetime(2023, 5, 8, 13, 56, tzinfo=_dt.timezone.utc)  # a Monday
 

@@ -242,7 +242,7 @@ def test_forked_writers_on_postgres_lose_nothing(request: pytest.FixtureRequest)
 # -- a preforking HTTP server ----------------------------------------------------
 
 def _http_worker(target: str, sock: Any) -> None:
-    from chronomem.server import build_app, run_app
+    from chronomem.adapters.web.server import build_app, run_app
 
     mem = chronomem.open(target, embedder=None, busy_timeout=60.0)
     run_app(build_app(mem, mcp=False), sock)
@@ -255,7 +255,7 @@ def test_a_preforked_http_server_loses_nothing(tmp_path: Path) -> None:
     acknowledged with 201 is in the file afterwards."""
     httpx = pytest.importorskip("httpx")
     pytest.importorskip("uvicorn")
-    from chronomem.server import bind
+    from chronomem.adapters.web.server import bind
 
     target = str(tmp_path / "h.db")
     parent = chronomem.open(target, embedder=None)
@@ -313,8 +313,9 @@ def test_a_preforked_http_server_loses_nothing(tmp_path: Path) -> None:
 # -- process-global locks ----------------------------------------------------------
 
 def _try_locks(out: Any) -> None:
-    from chronomem import _gc, _ids
-    from chronomem.evidence import embed
+    from chronomem.core import ids as _ids
+    from chronomem.service import gcpause as _gc
+    from chronomem.service.evidence import embed
 
     got = []
     for lock in (_gc._lock, embed._loaded_lock, _ids._lock):
@@ -329,8 +330,9 @@ def test_process_global_locks_held_at_the_fork_are_free_in_the_child() -> None:
     """A thread holding one of chronomem's module locks at the fork does not
     exist in the child: the child gets fresh locks instead of a deadlock."""
     pytest.importorskip("numpy")
-    from chronomem import _gc, _ids
-    from chronomem.evidence import embed
+    from chronomem.core import ids as _ids
+    from chronomem.service import gcpause as _gc
+    from chronomem.service.evidence import embed
 
     locks = (_gc._lock, embed._loaded_lock, _ids._lock)
     holding, release = threading.Event(), threading.Event()

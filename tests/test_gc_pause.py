@@ -9,7 +9,7 @@ from typing import Any, Iterator
 import pytest
 
 from chronomem import InvalidInputError, Memory
-from chronomem._gc import paused_gc
+from chronomem.service.gcpause import paused_gc
 
 
 @pytest.fixture(autouse=True)

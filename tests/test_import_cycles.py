@@ -22,7 +22,7 @@ PACKAGE = Path(chronomem.__file__).resolve().parent
 
 # the Memory mixins; removed by the layered redesign (issue 13)
 KNOWN_CYCLES = [
-    ["chronomem.evidence.episodes", "chronomem.evidence.recall", "chronomem.memory"],
+    ["chronomem.memory", "chronomem.service.evidence.episodes", "chronomem.service.evidence.recall"],
 ]
 
 
@@ -150,5 +150,5 @@ def test_the_graph_sees_relative_and_type_checking_imports(tmp_path: Path) -> No
 
 def test_no_new_import_cycles() -> None:
     graph = import_graph(PACKAGE)
-    assert "chronomem.store.sqlite_tx" in graph and graph["chronomem.server"], "the graph looks empty"
+    assert "chronomem.store.sqlite.tx" in graph and graph["chronomem.adapters.web.server"], "the graph looks empty"
     assert cycles(graph) == KNOWN_CYCLES

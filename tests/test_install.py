@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from chronomem.install import CLIENTS, InstallError, detect, install, uninstall
+from chronomem.adapters.install import CLIENTS, InstallError, detect, install, uninstall
 
 DB = "/srv/chronomem/memory.db"
 ARGS = ["--db", DB, "--namespace", "work", "mcp"]
@@ -324,7 +324,7 @@ def test_detect(dirs: tuple[Path, Path]) -> None:
 
 # -- the CLI ----------------------------------------------------------------------
 def test_cli_install_list_uninstall(dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
-    from chronomem.cli import main
+    from chronomem.adapters.cli import main
 
     home, project = dirs
     monkeypatch.chdir(project)

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chronomem.install.formats import (
+from chronomem.adapters.install.formats import (
     ConfigFormatError,
     load_jsonc,
     toml_remove_table,

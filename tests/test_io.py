@@ -1,4 +1,4 @@
-"""chronomem.io: JSONL export/restore (lossless), plain JSONL and CSV/TSV import."""
+"""chronomem.service.transfer.jsonl: JSONL export/restore (lossless), plain JSONL and CSV/TSV import."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 import chronomem
 from chronomem import ConflictError, FakeClock, InvalidInputError, Memory
-from chronomem.io import export_jsonl, import_jsonl, import_table
+from chronomem.service.transfer.jsonl import export_jsonl, import_jsonl, import_table
 
 VALID_TIMES: list[str | None] = [None, "1999", "2015-06", "2019-02-15", "2021-05-15", "2022-01", "2024", "2030"]
 

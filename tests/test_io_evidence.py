@@ -19,9 +19,9 @@ from click.testing import CliRunner
 import chronomem
 from chronomem import ExportVersionError, FakeClock, InvalidInputError, Memory
 from chronomem._open import open_store_at
-from chronomem.cli import main
-from chronomem.copy import copy_store
-from chronomem.io import EXPORT_VERSION, export_jsonl, import_jsonl
+from chronomem.adapters.cli import main
+from chronomem.service.transfer.copy import copy_store
+from chronomem.service.transfer.jsonl import EXPORT_VERSION, export_jsonl, import_jsonl
 from conftest import pg_schema_url, store_target
 from contract._helpers import MemoryFactory
 from hash_embedder import HashEmbedder

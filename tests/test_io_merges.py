@@ -14,7 +14,7 @@ import pytest
 
 import chronomem
 from chronomem import ConflictError, FakeClock, InvalidInputError, Memory
-from chronomem.io import EXPORT_VERSION, export_jsonl, import_jsonl
+from chronomem.service.transfer.jsonl import EXPORT_VERSION, export_jsonl, import_jsonl
 from conftest import BACKENDS, store_target
 from contract._helpers import MemoryFactory
 

@@ -1,5 +1,5 @@
 """Real data: the Wikidata12k temporal facts (shared/data/tkg) through
-:func:`chronomem.io.import_table`, checked against the file itself."""
+:func:`chronomem.service.transfer.jsonl.import_table`, checked against the file itself."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import chronomem
-from chronomem.io import import_table
+from chronomem.service.transfer.jsonl import import_table
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "tkg" / "wikidata12k_named.tsv"
 COLUMNS = {"subject": "subject_qid", "predicate": "relation_label", "object": "object_qid",

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from chronomem.cli._common import parse_json_object
-from chronomem.cli.evidence_cmds import _read_jsonl
+from chronomem.adapters.cli._common import parse_json_object
+from chronomem.adapters.cli.evidence_cmds import _read_jsonl
 from chronomem.errors import InvalidInputError
-from chronomem.io import _json_line
+from chronomem.service.transfer.jsonl import _json_line
 
 
 def _reason(text: str) -> str:
@@ -29,7 +29,7 @@ def _message(fn: object, *args: object) -> str:
 
 
 def test_load_object() -> None:
-    from chronomem._jsonobj import load_object
+    from chronomem.core.jsonobj import load_object
 
     assert load_object('{"a": 1}', "x") == {"a": 1}
     assert load_object(b'{"a": [1]}', "x") == {"a": [1]}

@@ -18,8 +18,8 @@ from mcp.types import CallToolResult  # noqa: E402
 
 import chronomem  # noqa: E402
 from chronomem import FakeClock, Memory  # noqa: E402
-from chronomem.mcp import INSTRUCTIONS, build_server  # noqa: E402
-from chronomem.mcp.server import tool_extras, tool_wraps  # noqa: E402
+from chronomem.adapters.mcp import INSTRUCTIONS, build_server  # noqa: E402
+from chronomem.adapters.mcp.server import tool_extras, tool_wraps  # noqa: E402
 
 NOW = "2026-11-29T12:00:00Z"
 

@@ -17,8 +17,8 @@ from mcp.types import CallToolResult  # noqa: E402
 
 import chronomem  # noqa: E402
 from chronomem import FakeClock, Memory  # noqa: E402
-from chronomem.evidence import MAX_EPISODE_CHARS, default_embedder  # noqa: E402
-from chronomem.mcp import build_server  # noqa: E402
+from chronomem.adapters.mcp import build_server  # noqa: E402
+from chronomem.service.evidence import MAX_EPISODE_CHARS, default_embedder  # noqa: E402
 
 NOW = "2026-11-29T12:00:00Z"
 

@@ -7,8 +7,8 @@ import datetime as _dt
 import pytest
 
 from chronomem import InvalidTimeError, Precision
-from chronomem.mcp.timephrase import resolve_time
-from chronomem.timeutil import get_timezone
+from chronomem.adapters.mcp.timephrase import resolve_time
+from chronomem.core.time import get_timezone
 
 UTC = _dt.timezone.utc
 # a Sunday, late evening UTC

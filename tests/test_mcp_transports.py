@@ -25,11 +25,11 @@ from mcp import Client, StdioServerParameters  # noqa: E402
 from mcp.types import CallToolResult  # noqa: E402
 
 import chronomem  # noqa: E402
-from chronomem.mcp import build_http_app  # noqa: E402
+from chronomem.adapters.mcp import build_http_app  # noqa: E402
 
 _SCRIPT = Path(sys.executable).with_name("chronomem")
 # the installed console script when present (what agents run), else the module
-CLI = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "chronomem.cli"]
+CLI = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "chronomem.adapters.cli"]
 
 
 def _env() -> dict[str, str]:
@@ -229,8 +229,8 @@ def test_two_servers_on_one_db_see_each_others_writes(tmp_path: Path) -> None:
 
 def test_chronomem_serve_mounts_mcp(tmp_path: Path) -> None:
     try:
-        import chronomem.server  # noqa: F401
-        from chronomem.cli import web_cmds  # noqa: F401
+        import chronomem.adapters.web.server  # noqa: F401
+        from chronomem.adapters.cli import web_cmds  # noqa: F401
     except ImportError:
         pytest.skip("chronomem serve is not available in this build")
     port = free_port()

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import chronomem
-from chronomem.store import sqlite as sqlite_store
+from chronomem.store.sqlite import store as sqlite_store
 
 
 def _objects(mem: chronomem.Memory, name: str) -> set[Any]:

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chronomem import InvalidNameError, normalize, normalize_key
+from chronomem import InvalidNameError, normalize_key
+from chronomem.core import names as normalize
 
 
 @pytest.mark.parametrize(

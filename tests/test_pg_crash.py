@@ -35,8 +35,8 @@ import pytest
 
 import chronomem
 from chronomem.errors import InvalidInputError
-from chronomem.store.postgres import PostgresStore
-from chronomem.store.postgres_tx import CommitPlan
+from chronomem.store.postgres.store import PostgresStore
+from chronomem.store.postgres.tx import CommitPlan
 from conftest import pg_test_url
 
 # a record that ends exactly at a WAL page boundary: the insert position is

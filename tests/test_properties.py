@@ -26,7 +26,7 @@ from chronomem import (
     TimePoint,
     period_end,
 )
-from chronomem.timeutil import parse_time
+from chronomem.core.time import parse_time
 from contract._helpers import MemoryFactory
 
 UTC = _dt.timezone.utc

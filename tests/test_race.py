@@ -18,7 +18,7 @@ import pytest
 
 import chronomem
 from chronomem import FakeClock
-from chronomem.store.postgres import split_schema
+from chronomem.store.postgres.store import split_schema
 from conftest import pg_schema_url
 
 PROCS = 8

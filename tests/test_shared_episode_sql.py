@@ -11,8 +11,8 @@ import pytest
 
 import chronomem
 from chronomem.errors import InvalidInputError
-from chronomem.store._baseepisodes import EpisodeSQL
-from chronomem.store.base import EpisodeFilter, EpisodeRecord
+from chronomem.store.protocol import EpisodeFilter, EpisodeRecord
+from chronomem.store.sql.episodes import EpisodeSQL
 
 # the attributes of EpisodeSQL that are pieces a caller joins, not statements
 _PIECES = {

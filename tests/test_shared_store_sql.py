@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 import chronomem
-from chronomem.store._basestore import StoreSQL
-from chronomem.store._basetx import TxSQL
+from chronomem.store.sql.reads import StoreSQL
+from chronomem.store.sql.tx import TxSQL
 
 
 def _statements(sql: TxSQL | StoreSQL) -> dict[str, str]:

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 import chronomem
+from chronomem.core.time import FakeClock
 from chronomem.store import Capabilities, missing_local_file, open_store, resolve_url
-from chronomem.store.base import Store
-from chronomem.store.postgres import PostgresStore
-from chronomem.store.sqlite import SQLiteStore
-from chronomem.timeutil import FakeClock
+from chronomem.store.postgres.store import PostgresStore
+from chronomem.store.protocol import Store
+from chronomem.store.sqlite.store import SQLiteStore
 
 EXPECTED = {
     "sqlite": (SQLiteStore, Capabilities(episodes=True, entity_prefix_search=True, local_path=None)),

@@ -7,8 +7,8 @@ import itertools
 from pathlib import Path
 
 import chronomem
-from chronomem.store.base import FactQuery
-from chronomem.store.sqlite import SQLiteStore, _query_params
+from chronomem.store.protocol import FactQuery
+from chronomem.store.sqlite.store import SQLiteStore, _query_params
 
 
 def test_cached_parameters_match_composed_sql_for_every_shape(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Unit tests of :mod:`chronomem.timeutil`: parsing, precision, rendering,
+"""Unit tests of :mod:`chronomem.core.time`: parsing, precision, rendering,
 period ends, timezones and clocks (no store involved)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chronomem import FakeClock, InvalidInputError, InvalidTimeError, Precision, SystemClock, TimePoint, period_end
-from chronomem.timeutil import (
+from chronomem.core.time import (
     MAX_US,
     MIN_US,
     format_us,

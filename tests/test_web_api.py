@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from starlette.routing import Route
 
 from chronomem import InvalidInputError, Memory
-from chronomem.server import UnsafeBindError, build_app, is_loopback, resolve_token
-from chronomem.web import create_app
+from chronomem.adapters.web import create_app
+from chronomem.adapters.web.server import UnsafeBindError, build_app, is_loopback, resolve_token
 from test_web_support import Client, err, story
 
 
@@ -268,7 +268,7 @@ def test_resolve_token_and_loopback() -> None:
 
 
 def test_serve_refuses_non_loopback_without_token(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from chronomem.cli import main
+    from chronomem.adapters.cli import main
 
     monkeypatch.delenv("CHRONOMEM_TOKEN", raising=False)
     db = tmp_path / "s.db"
@@ -282,7 +282,7 @@ def test_serve_refuses_non_loopback_without_token(tmp_path: Path, monkeypatch: p
 def test_serve_reports_a_busy_port(tmp_path: Path) -> None:
     import socket
 
-    from chronomem.cli import main
+    from chronomem.adapters.cli import main
 
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

@@ -49,7 +49,7 @@ def cli() -> list[str]:
     script = Path(sys.executable).with_name("chronomem")
     if script.exists():
         return [str(script)]
-    return [sys.executable, "-c", "import sys; from chronomem.cli import main; sys.exit(main())"]
+    return [sys.executable, "-c", "import sys; from chronomem.adapters.cli import main; sys.exit(main())"]
 
 
 @pytest.fixture

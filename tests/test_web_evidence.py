@@ -12,8 +12,8 @@ from typing import Any, Iterator
 import pytest
 
 from chronomem import Memory
-from chronomem.evidence import MAX_EPISODE_CHARS
-from chronomem.web import create_app
+from chronomem.adapters.web import create_app
+from chronomem.service.evidence import MAX_EPISODE_CHARS
 from test_web_support import Client, err, story
 
 

@@ -9,8 +9,8 @@ from typing import Any, Iterator
 import pytest
 
 from chronomem import Memory
-from chronomem.web import create_app
-from chronomem.web.data import PAGE_BARS
+from chronomem.adapters.web import create_app
+from chronomem.adapters.web.data import PAGE_BARS
 from test_web_support import ACME_BARS, Client, story
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from chronomem.timeutil import parse_time
-from chronomem.web.svg import Bar, GraphEdge, GraphNode, graph_svg, pack_lanes, time_ticks, timeline_svg
+from chronomem.adapters.web.svg import Bar, GraphEdge, GraphNode, graph_svg, pack_lanes, time_ticks, timeline_svg
+from chronomem.core.time import parse_time
 
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -8,6 +8,22 @@
 from __future__ import annotations
 
 from ._open import open
+from .core.models import (
+    Conflict,
+    Diff,
+    DiffChange,
+    Entity,
+    Event,
+    Fact,
+    Neighbor,
+    Path,
+    Predicate,
+    Provenance,
+    Stats,
+    Volatility,
+)
+from .core.names import normalize_key
+from .core.time import FakeClock, Precision, SystemClock, TimePoint, period_end
 from .errors import (
     AliasConflictError,
     CardinalityError,
@@ -30,7 +46,8 @@ from .errors import (
     StoreLockedError,
     UnsafeBindError,
 )
-from .evidence import (
+from .memory import Memory
+from .service.evidence import (
     Embedder,
     Episode,
     FactNote,
@@ -41,23 +58,6 @@ from .evidence import (
     SearchConfig,
     TimeSpan,
 )
-from .memory import Memory
-from .models import (
-    Conflict,
-    Diff,
-    DiffChange,
-    Entity,
-    Event,
-    Fact,
-    Neighbor,
-    Path,
-    Predicate,
-    Provenance,
-    Stats,
-    Volatility,
-)
-from .normalize import normalize_key
-from .timeutil import FakeClock, Precision, SystemClock, TimePoint, period_end
 
 __version__ = "0.1.0"
 

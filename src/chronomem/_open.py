@@ -10,7 +10,7 @@ from .memory import Memory
 from .store import open_store, resolve_url
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .evidence.embed import Embedder
+    from .service.evidence.embed import Embedder
 
 __all__ = ["open", "open_store_at", "resolve_url"]
 
@@ -44,7 +44,7 @@ def open(
     ``embedder`` (evidence memory) is ``"auto"`` (the built-in model the
     store's vectors were made with, else MiniLM), a built-in name
     (``"minilm"``, ``"bge-small"``, ``"e5-multilingual"``), an
-    :class:`~chronomem.evidence.Embedder`, or ``None`` for lexical search
+    :class:`~chronomem.service.evidence.Embedder`, or ``None`` for lexical search
     only; models load on first use (see :meth:`Memory.use_embedder`).
     """
     store = open_store_at(target, clock=clock, durability=durability, busy_timeout=busy_timeout)

@@ -1,10 +1,10 @@
 """The :class:`Memory` façade: the one object every interface talks to.
 
 Writes resolve names, build candidate versions and hand them to the write
-engine (:mod:`chronomem._engine`) inside one store transaction; reads build a
-:class:`~chronomem.store.base.FactQuery` and convert rows to :class:`Fact`.
+engine (:mod:`chronomem.core.engine`) inside one store transaction; reads build a
+:class:`~chronomem.store.protocol.FactQuery` and convert rows to :class:`Fact`.
 Analyses over read results (timeline, diff, conflicts, ...) live in
-:mod:`chronomem._analysis`.
+:mod:`chronomem.core.analysis`.
 """
 
 from __future__ import annotations
@@ -15,21 +15,10 @@ import logging
 import time
 from typing import Any, Iterable, Mapping, Sequence
 
-from . import _analysis
-from ._candidates import CandidateBuilder
-from ._codec import encode_literal, load_props, row_to_fact, tuples_to_facts
-from ._engine import TxWork
-from ._gc import paused_gc
-from ._identity import IdentityMixin
-from .errors import (
-    ConfirmationRequiredError,
-    EntityNotFoundError,
-    FactNotFoundError,
-    InvalidInputError,
-    InvalidIntervalError,
-)
-from .evidence.episodes import EvidenceMixin
-from .models import (
+from .core import analysis as _analysis
+from .core.codec import encode_literal, load_props, row_to_fact, tuples_to_facts
+from .core.engine import TxWork
+from .core.models import (
     Conflict,
     Diff,
     Event,
@@ -40,9 +29,8 @@ from .models import (
     Stats,
     Volatility,
 )
-from .normalize import normalize_key
-from .store.base import FactQuery, PredicateRecord, Row, Store, WriteTx
-from .timeutil import (
+from .core.names import normalize_key
+from .core.time import (
     MAX_US,
     MIN_US,
     Precision,
@@ -56,6 +44,18 @@ from .timeutil import (
     timezone_name,
     to_us,
 )
+from .errors import (
+    ConfirmationRequiredError,
+    EntityNotFoundError,
+    FactNotFoundError,
+    InvalidInputError,
+    InvalidIntervalError,
+)
+from .service.candidates import CandidateBuilder
+from .service.evidence.episodes import EvidenceMixin
+from .service.gcpause import paused_gc
+from .service.identity import IdentityMixin
+from .store.protocol import FactQuery, PredicateRecord, Row, Store, WriteTx
 
 __all__ = ["Memory"]
 
@@ -129,7 +129,7 @@ class Memory(EvidenceMixin, IdentityMixin):
 
     # -- time helpers ----------------------------------------------------
     def parse_time(self, value: TimeLike, field: str = "time") -> TimePoint:
-        """Read a time value in this memory's timezone (see :mod:`chronomem.timeutil`)."""
+        """Read a time value in this memory's timezone (see :mod:`chronomem.core.time`)."""
         return parse_time(value, field, self.tz)
 
     def _instant(self, value: TimeLike | None, field: str) -> int | None:

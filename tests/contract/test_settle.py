@@ -137,8 +137,8 @@ def test_a_known_at_read_does_not_wait_forever_for_a_long_write(
 ) -> None:
     """A long bulk load holds the write lock: a read as known at now waits
     ``SETTLE_WAIT`` seconds, then answers (without the load) and says so."""
-    from chronomem.store import postgres as pg_store
-    from chronomem.store import sqlite as sqlite_store
+    from chronomem.store.postgres import store as pg_store
+    from chronomem.store.sqlite import store as sqlite_store
 
     monkeypatch.setattr(sqlite_store, "SETTLE_WAIT", 0.3)
     monkeypatch.setattr(pg_store, "SETTLE_WAIT", 0.3)

@@ -10,7 +10,7 @@ import pytest
 
 import chronomem
 from chronomem import FakeClock, InvalidTimeError, Memory, Precision
-from chronomem.timeutil import parse_time
+from chronomem.core.time import parse_time
 
 from ._helpers import US, MemoryFactory, snapshot, utc
 

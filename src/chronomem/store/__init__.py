@@ -1,4 +1,4 @@
-"""Storage backends behind one protocol (:mod:`chronomem.store.base`), and
+"""Storage backends behind one protocol (:mod:`chronomem.store.protocol`), and
 the one dispatcher from a path or URL to a backend: :func:`resolve_url`,
 :func:`open_store` and :func:`missing_local_file`."""
 
@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 from ..errors import InvalidInputError
-from .base import Capabilities, Store
+from .protocol import Capabilities, Store
 
 __all__ = ["Capabilities", "Store", "missing_local_file", "open_store", "resolve_url"]
 
@@ -58,9 +58,9 @@ def open_store(
     ``docs/postgres.md``, "Durability"; ``busy_timeout`` is SQLite's."""
     backend, location = resolve_url(url)
     if backend == "sqlite":
-        from .sqlite import SQLiteStore
+        from .sqlite.store import SQLiteStore
 
         return SQLiteStore(location, clock=clock, durability=durability, busy_timeout=busy_timeout)
-    from .postgres import PostgresStore
+    from .postgres.store import PostgresStore
 
     return PostgresStore(location, clock=clock, durability=durability)

@@ -1,0 +1,122 @@
+"""The ``chronomem`` command line: a thin click layer over :class:`~chronomem.Memory`.
+
+Every command prints rich tables for humans and JSON with ``--json``. A
+:class:`~chronomem.ChronomemError` becomes one ``error: ...`` line on stderr
+and exit status 1 (usage errors exit 2, as click does).
+
+Commands live in small modules that each expose ``register(main)``. Optional
+modules (``agent_cmds``: MCP server and agent installs; ``web_cmds``: HTTP
+server) are registered when present; they must import their optional
+dependencies inside their commands.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import sys
+from typing import Any
+
+import click
+
+from ...errors import ChronomemError
+from ...service.evidence.embed import EMBEDDERS
+from ._common import CliError, State
+
+__all__ = ["ChronomemGroup", "main"]
+
+log = logging.getLogger("chronomem.cli")
+
+_OPTIONAL_MODULES = ("agent_cmds", "web_cmds", "pg_cmds", "evidence_cmds")
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is at the time of the record."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.setStream(sys.stderr)
+        super().emit(record)
+
+
+_handler = _StderrHandler()
+_handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+
+
+def _configure_logging(verbose: int) -> None:
+    logger = logging.getLogger("chronomem")
+    if _handler not in logger.handlers:
+        logger.addHandler(_handler)
+    logger.setLevel(logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG)
+
+
+class ChronomemGroup(click.Group):
+    """A group that turns library errors into one clean ``error:`` line."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ChronomemError as exc:
+            log.debug("command failed", exc_info=True)
+            raise CliError(str(exc)) from None
+        except BrokenPipeError:
+            # the reader went away (`chronomem facts | head`): stop quietly
+            try:
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            except (OSError, ValueError):
+                pass
+            ctx.exit(0)
+        except OSError as exc:
+            log.debug("command failed", exc_info=True)
+            where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+            raise CliError(f"{exc.strerror or exc}{where}") from None
+
+
+@click.group(cls=ChronomemGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--db", envvar="CHRONOMEM_DB", default=None, metavar="PATH",
+    help="Memory database: a file path or sqlite:///path [env CHRONOMEM_DB; default "
+         "$XDG_DATA_HOME/chronomem/memory.db, falling back to ~/.local/share/chronomem/memory.db].",
+)
+@click.option("--namespace", envvar="CHRONOMEM_NAMESPACE", default="default", show_default=True,
+              help="Namespace inside the database [env CHRONOMEM_NAMESPACE].")
+@click.option("--timezone", envvar="CHRONOMEM_TIMEZONE", default="UTC", show_default=True,
+              help="How times without an offset are read and how times are shown [env CHRONOMEM_TIMEZONE].")
+@click.option("--embedder", envvar="CHRONOMEM_EMBEDDER", default="auto", show_default=True,
+              type=click.Choice(["auto", *EMBEDDERS, "none"]),
+              help="Sentence embedder for episodes and search: auto = the built-in model the store's vectors "
+                   "were made with, else minilm; none = lexical only [env CHRONOMEM_EMBEDDER].")
+@click.option("-v", "--verbose", count=True, help="Log progress to stderr (-vv for debug).")
+@click.version_option(package_name="chronomem", prog_name="chronomem")
+@click.pass_context
+def main(ctx: click.Context, db: str | None, namespace: str, timezone: str, embedder: str, verbose: int) -> None:
+    """chronomem: a local-first, bi-temporal knowledge-graph memory.
+
+    Facts are `SUBJECT -PREDICATE-> OBJECT` with a valid time (when it was
+    true in the world) and a system time (when the memory believed it).
+    Times are ISO-8601 and may be partial: 2024, 2024-03, 2024-03-05T10:00.
+    """
+    _configure_logging(verbose)
+    state = State(db=db, namespace=namespace, timezone=timezone, embedder=embedder)
+    ctx.obj = state
+    ctx.call_on_close(state.close)
+    log.debug("database %s, namespace %s", state.db_path, namespace)
+
+
+def _register_all(group: click.Group) -> None:
+    from . import admin_cmds, fact_cmds, io_cmds, read_cmds
+
+    for module in (fact_cmds, read_cmds, admin_cmds, io_cmds):
+        module.register(group)
+    for name in _OPTIONAL_MODULES:
+        modname = f"{__name__}.{name}"
+        try:
+            optional = importlib.import_module(modname)
+        except ModuleNotFoundError as exc:
+            if exc.name != modname:
+                raise
+            continue
+        optional.register(group)
+
+
+_register_all(main)

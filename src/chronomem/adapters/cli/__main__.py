@@ -1,0 +1,5 @@
+"""``python -m chronomem.adapters.cli``."""
+
+from . import main
+
+main(prog_name="chronomem")

@@ -1,0 +1,244 @@
+"""Shared CLI plumbing: the per-invocation state (lazy memory), the ``--json``
+option, output helpers and rich renderers for the result models."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Sequence, TypeVar
+
+import click
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from ...core.jsonobj import load_object
+from ...core.models import Fact
+from ...core.time import Precision, format_us, to_us
+from ...errors import StoreError
+from ...memory import Memory
+from ...store import missing_local_file
+
+__all__ = [
+    "CliError",
+    "State",
+    "console",
+    "default_db",
+    "emit",
+    "fact_table",
+    "facts_out",
+    "fmt_time",
+    "history_table",
+    "json_option",
+    "parse_json_object",
+    "state",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def default_db() -> str:
+    """``$XDG_DATA_HOME/chronomem/memory.db`` (``~/.local/share`` when unset)."""
+    base = os.environ.get("XDG_DATA_HOME", "")
+    if not os.path.isabs(base):
+        base = os.path.join(os.path.expanduser("~"), ".local", "share")
+    return os.path.join(base, "chronomem", "memory.db")
+
+
+class CliError(click.ClickException):
+    """A user-facing failure: one ``error: ...`` line on stderr, exit 1."""
+
+    exit_code = 1
+
+    def show(self, file: Any = None) -> None:
+        message = " ".join(self.format_message().split("\n"))
+        click.echo(f"error: {message}", err=True)
+
+
+@dataclass
+class State:
+    """Options of the ``chronomem`` group; the memory is opened on first use."""
+
+    db: str | None
+    namespace: str
+    timezone: str
+    embedder: str = "auto"
+    json: bool = False
+    _mem: Memory | None = None
+
+    @property
+    def embedder_arg(self) -> str | None:
+        """``--embedder`` as ``chronomem.open`` takes it (``none``: ``None``)."""
+        return None if self.embedder == "none" else self.embedder
+
+    @property
+    def db_path(self) -> str:
+        return self.db or default_db()
+
+    def memory(self, *, create: bool = True) -> Memory:
+        """Open the memory. ``create=False`` (read commands) refuses a
+        database file that does not exist instead of creating an empty one."""
+        if self._mem is None:
+            import chronomem
+
+            target = self.db_path
+            missing = missing_local_file(target)
+            if not create and missing is not None:
+                raise StoreError(
+                    f"no memory database at {missing}; add a fact first or point --db (or CHRONOMEM_DB) "
+                    "at an existing file"
+                )
+            self._mem = chronomem.open(target, namespace=self.namespace, timezone=self.timezone,
+                                       embedder=self.embedder_arg)
+        return self._mem
+
+    def close(self) -> None:
+        if self._mem is not None:
+            self._mem.close()
+            self._mem = None
+
+
+def state() -> State:
+    obj = click.get_current_context().find_object(State)
+    assert obj is not None, "chronomem commands run under the chronomem group"
+    return obj
+
+
+def _set_json(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value:
+        obj = ctx.find_object(State)
+        if obj is not None:
+            obj.json = True
+
+
+def json_option(f: F) -> F:
+    """``--json``: machine-readable output on stdout."""
+    return click.option(
+        "--json", "json_output", is_flag=True, expose_value=False, callback=_set_json, is_eager=True,
+        help="Print JSON (the models' to_dict()) instead of tables.",
+    )(f)
+
+
+def console(stderr: bool = False) -> Console:
+    return Console(stderr=stderr, highlight=False, soft_wrap=True, markup=False)
+
+
+def emit(data: Any, human: Callable[[Console], None]) -> None:
+    """Print ``data`` as JSON with ``--json``, else call ``human`` with a console."""
+    if state().json:
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+    else:
+        human(console())
+
+
+def parse_json_object(text: str | None, option: str) -> dict[str, Any] | None:
+    """The JSON object an option's value holds (``None`` for no value)."""
+    if text is None:
+        return None
+    return load_object(text, option, not_object="must be a JSON object such as '{\"key\": \"value\"}'")
+
+
+# -- rendering ------------------------------------------------------------
+def _tz() -> _dt.tzinfo:
+    from ...core.time import get_timezone
+
+    return get_timezone(state().timezone)
+
+
+def fmt_time(dt: _dt.datetime | None, prec: Precision | None = None, empty: str = "…") -> str:
+    """A time in the ``--timezone``, at its precision."""
+    if dt is None:
+        return empty
+    return format_us(to_us(dt), prec if prec is not None else Precision.SECOND, _tz())
+
+
+def interval(f: Fact) -> str:
+    return f"[{fmt_time(f.valid_from, f.valid_from_precision)}, {fmt_time(f.valid_to, f.valid_to_precision)})"
+
+
+def obj_text(f: Fact) -> str:
+    return repr(f.object) if f.literal else str(f.object)
+
+
+def statement(f: Fact) -> str:
+    return f"{f.subject} -{f.predicate}-> {obj_text(f)}"
+
+
+def _table(title: str | None) -> Table:
+    return Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False)
+
+
+def fact_table(facts: Sequence[Fact], title: str | None = None) -> Table:
+    """Facts, one per row: statement, valid interval, a ✓ if true now, id."""
+    table = _table(title)
+    table.add_column("fact", overflow="fold", ratio=1)
+    table.add_column("valid", overflow="fold")
+    table.add_column("now", justify="center")
+    table.add_column("id", no_wrap=True, style="dim")
+    for f in facts:
+        table.add_row(statement(f), interval(f), "✓" if f.current else "", f.id)
+    return table
+
+
+def history_table(facts: Sequence[Fact], title: str | None = None) -> Table:
+    """Fact versions with their system-time interval and how they were closed."""
+    table = _table(title)
+    table.add_column("fact", overflow="fold", ratio=1)
+    table.add_column("valid", overflow="fold")
+    table.add_column("recorded", no_wrap=True)
+    table.add_column("closed", overflow="fold")
+    table.add_column("id", no_wrap=True, style="dim")
+    table.add_column("v", justify="right")
+    for f in facts:
+        closed = "" if f.system_to is None else f"{fmt_time(f.system_to)} {f.ended_reason or 'closed'}"
+        table.add_row(statement(f), interval(f), fmt_time(f.system_from), closed, f.id, str(f.version))
+    return table
+
+
+def nothing(con: Console, what: str) -> None:
+    con.print(Text(f"no {what}", style="dim"))
+
+
+#: Above this many rows, facts are printed as tab-separated lines instead of a
+#: table (rich tables get slow, and long lists are for grep anyway).
+TABLE_MAX_ROWS = 1000
+
+
+def fact_lines(facts: Sequence[Fact], history: bool = False) -> None:
+    for f in facts:
+        cols = [statement(f), interval(f)]
+        if history:
+            closed = "" if f.system_to is None else f"{fmt_time(f.system_to)} {f.ended_reason or 'closed'}"
+            cols += [fmt_time(f.system_from), closed, f.id, str(f.version)]
+        else:
+            cols += ["✓" if f.current else "", f.id]
+        click.echo("\t".join(cols))
+
+
+def facts_out(facts: Sequence[Fact], what: str = "facts", *, history: bool = False) -> None:
+    def human(con: Console) -> None:
+        if not facts:
+            nothing(con, what)
+        elif len(facts) > TABLE_MAX_ROWS:
+            fact_lines(facts, history)
+        else:
+            con.print(history_table(facts) if history else fact_table(facts))
+
+    emit([f.to_dict() for f in facts], human)
+
+
+def plural(n: int, word: str) -> str:
+    """``1 fact``, ``2,000 facts``."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def kv_table(rows: Iterable[tuple[str, Any]], title: str | None = None) -> Table:
+    table = Table(title=title, show_header=False, box=box.SIMPLE, pad_edge=False)
+    table.add_column("key", style="bold")
+    table.add_column("value", overflow="fold")
+    for k, v in rows:
+        table.add_row(k, "" if v is None else str(v))
+    return table

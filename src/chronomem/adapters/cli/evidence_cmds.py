@@ -1,0 +1,310 @@
+"""Evidence commands: ``remember``, ``search``, ``recall``, ``ingest``,
+``reindex`` and ``eval``.
+
+``search`` here searches episodes (hybrid, with time views); ``--facts``
+keeps the older substring search over fact names. The embedder's
+dependencies (the ``evidence`` extra) are imported only when a command needs
+them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from ...core.jsonobj import load_object
+from ...errors import InvalidInputError
+from ...service.evidence.models import SearchConfig
+from ._common import console, emit, facts_out, json_option, nothing, state
+
+__all__ = ["register"]
+
+log = logging.getLogger("chronomem.cli")
+
+_CHUNK = 2000
+
+
+def _progress(enabled: bool) -> Progress:
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+        console=console(stderr=True), disable=not enabled, transient=False,
+    )
+
+
+@click.command("remember")
+@click.argument("text", required=False)
+@click.option("--file", "file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Read the episode text from this file ('-' for stdin).")
+@click.option("--at", "at", metavar="TIME", help="When it was said or happened (occurred_at).")
+@click.option("--speaker", help="Who said it.")
+@click.option("--session", help="Conversation or document it belongs to.")
+@click.option("--source", help="Where it came from (free text).")
+@json_option
+def remember_cmd(text: str | None, file: Path | None, at: str | None, speaker: str | None, session: str | None,
+                 source: str | None) -> None:
+    """Store TEXT (or a file) verbatim as an episode, indexed for search."""
+    if (text is None) == (file is None):
+        raise InvalidInputError("give the text or --file, not both")
+    if file is not None:
+        text = sys.stdin.read() if str(file) == "-" else file.read_text(encoding="utf-8")
+    assert text is not None
+    ep = state().memory().add_episode(text, occurred_at=at, speaker=speaker, session=session, source=source)
+
+    def human(con: Any) -> None:
+        con.print(f"remembered {ep.id}")
+        for m in ep.mentions:
+            con.print(f"  {m.phrase!r} -> {m.start.isoformat()} .. {m.end.isoformat()}")
+
+    emit(ep.to_dict(), human)
+
+
+@click.command("search")
+@click.argument("query")
+@click.option("--view", type=click.Choice(["as_world", "as_recorded", "raw"]), default="as_world", show_default=True,
+              help="as_world: recorded by --at and not superseded; as_recorded: recorded by --at; raw: everything.")
+@click.option("--at", "at", metavar="TIME", help="The time the view is taken at (default now).")
+@click.option("-k", "k", type=click.IntRange(1, 1000), default=10, show_default=True, help="How many hits.")
+@click.option("--session", help="Only episodes of this session.")
+@click.option("--since", metavar="TIME", help="Only episodes that occurred at or after this time.")
+@click.option("--until", metavar="TIME", help="Only episodes that occurred before this time.")
+@click.option("--preset", type=click.Choice(list(SearchConfig.PRESETS)), default="hybrid", show_default=True,
+              help="Search configuration preset (see SearchConfig.preset).")
+@click.option("--explain", is_flag=True, help="Show the score parts (bm25, dense, fused, time, session) of each hit.")
+@click.option("--facts", "facts_mode", is_flag=True,
+              help="Search fact entity and predicate names instead of episodes (substring match).")
+@click.option("--as-of", metavar="TIME", help="Only facts valid at this time (implies --facts).")
+@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True,
+              help="With --facts: at most this many.")
+@json_option
+def search_cmd(query: str, view: str, at: str | None, k: int, session: str | None, since: str | None,
+               until: str | None, preset: str, explain: bool, facts_mode: bool, as_of: str | None,
+               limit: int) -> None:
+    """Hybrid search (BM25 + dense vectors) over episodes, in a time view."""
+    mem = state().memory(create=False)
+    if facts_mode or as_of is not None:
+        facts_out(mem.search_facts(query, as_of=as_of, limit=limit), "matches")
+        return
+    hits = mem.search(query, k=k, view=view, at=at, session=session, since=since, until=until, config=preset)
+
+    def human(con: Any) -> None:
+        if not hits:
+            nothing(con, "matching episodes")
+            return
+        for i, h in enumerate(hits, 1):
+            ep = h.episode
+            when = (ep.occurred_at or ep.recorded_at).isoformat()
+            who = f"{ep.speaker}: " if ep.speaker else ""
+            con.print(f"{i:>2}. [{when}] {who}{ep.text}")
+            con.print(f"    id {ep.id}" + (f" · session {ep.session}" if ep.session else ""), style="dim")
+            if explain:
+                p = h.parts
+                con.print(f"    fused {p.fused:.4f} · bm25 {_num(p.bm25)} (rank {p.bm25_rank or '-'}) · "
+                          f"dense {_num(p.dense)} (rank {p.dense_rank or '-'}) · time {p.time:.4f} · "
+                          f"session {p.session:.4f}", style="dim")
+            for note in h.facts:
+                con.print(f"    {'fact' if note.current else 'history'}: {note.line()}")
+
+    emit([h.to_dict() for h in hits], human)
+
+
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+@click.command("recall")
+@click.argument("question")
+@click.option("--at", "at", metavar="TIME", help="Answer as of this time (default now).")
+@click.option("--budget", "budget", type=click.IntRange(min=1), default=1500, show_default=True,
+              help="Token budget of the packed context.")
+@json_option
+def recall_cmd(question: str, at: str | None, budget: int) -> None:
+    """Facts and evidence for QUESTION, packed for a prompt with citations."""
+    r = state().memory(create=False).recall(question, at=at, budget_tokens=budget)
+    emit(r.to_dict(), lambda con: con.print(r.text or "nothing found"))
+
+
+def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    with path.open(encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            item = load_object(line, f"{path}:{n}")
+            text = item.get("text", item.get("content"))
+            yield {
+                "text": text, "speaker": item.get("speaker", item.get("role")),
+                "occurred_at": item.get("occurred_at", item.get("timestamp", item.get("time"))),
+                "session": item.get("session"), "source": item.get("source"), "metadata": item.get("metadata"),
+            }
+
+
+def _detect(path: Path) -> str:
+    if path.suffix == ".jsonl":
+        return "jsonl"
+    with path.open(encoding="utf-8") as fh:
+        head = fh.read(4096)
+    if "haystack_sessions" in head:
+        return "longmemeval"
+    if '"conversation"' in head:
+        return "locomo"
+    return "jsonl"
+
+
+def _episodes(path: Path, fmt: str) -> list[dict[str, Any]]:
+    from ...service.evidence.eval import _lme_date, load_locomo, locomo_episodes
+
+    if fmt == "jsonl":
+        return list(_read_jsonl(path))
+    if fmt == "locomo":
+        out: list[dict[str, Any]] = []
+        for conv in load_locomo(path):
+            sample = conv.get("sample_id", "")
+            for ep in locomo_episodes(conv):
+                ep["session"] = f"{sample}/{ep['session']}" if sample else ep["session"]
+                out.append(ep)
+        return out
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(data, list):
+        raise InvalidInputError(f"{path} is not in the LongMemEval format")
+    out = []
+    seen: set[str] = set()
+    for item in data:
+        for sid, date, session in zip(item.get("haystack_session_ids", []), item.get("haystack_dates", []),
+                                      item.get("haystack_sessions", []), strict=False):
+            if str(sid) in seen:
+                continue
+            seen.add(str(sid))
+            when = _lme_date(date)
+            for turn in session or []:
+                if str(turn.get("content") or "").strip():
+                    out.append({"text": turn["content"], "speaker": turn.get("role"), "session": str(sid),
+                                "occurred_at": when})
+    return out
+
+
+@click.command("ingest")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["auto", "jsonl", "locomo", "longmemeval"]), default="auto",
+              show_default=True, help="Transcript format (auto: by extension and content).")
+@click.option("--no-progress", is_flag=True, help="Do not draw a progress bar on stderr.")
+@json_option
+def ingest_cmd(path: Path, fmt: str, no_progress: bool) -> None:
+    """Ingest a transcript as episodes: JSONL turns (text, speaker, timestamp,
+    session), or a LoCoMo or LongMemEval JSON file. Commits every 2000 turns."""
+    st = state()
+    if fmt == "auto":
+        fmt = _detect(path)
+    eps = _episodes(path, fmt)
+    mem = st.memory()
+    ids: list[str] = []
+    with _progress(not (no_progress or st.json)) as bar:
+        task = bar.add_task("embedding", total=len(eps))
+        for start in range(0, len(eps), _CHUNK):
+            chunk = eps[start:start + _CHUNK]
+
+            def tick(done: int, _total: int, base: int = start) -> None:
+                bar.update(task, completed=base + done)
+
+            try:
+                ids += mem.add_episodes(chunk, progress=tick)
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"{exc} (counting from turn {start}; {len(ids)} turns were stored)") from None
+    result = {"path": str(path), "format": fmt, "episodes": len(ids)}
+    emit(result, lambda con: con.print(f"ingested {len(ids)} episodes from {path} ({fmt})"))
+
+
+@click.command("reindex")
+@click.option("--times", is_flag=True, help="Also re-resolve the time mentions of every episode.")
+@click.option("--no-progress", is_flag=True, help="Do not draw a progress bar on stderr.")
+@json_option
+def reindex_cmd(times: bool, no_progress: bool) -> None:
+    """Rebuild the lexical index and embed the episodes that lack a vector
+    for the current embedder. Safe to interrupt and run again."""
+    st = state()
+    mem = st.memory(create=False)
+    with _progress(not (no_progress or st.json)) as bar:
+        task = bar.add_task("reindexing", total=None)
+        counts = mem.reindex(times=times, progress=lambda d, t: bar.update(task, completed=d, total=t))
+    out = {**counts, **mem.evidence_stats()}
+    emit(out, lambda con: con.print(
+        f"lexical rows {counts['lexical']} · new vectors {counts['vectors']} · time mentions {counts['times']}"))
+
+
+@click.group("eval")
+def eval_group() -> None:
+    """Retrieval benchmarks (LoCoMo, LongMemEval)."""
+
+
+def _eval_open(store: Path | None) -> tuple[Any, Any]:
+    import chronomem
+
+    tmp = None
+    if store is None:
+        tmp = tempfile.TemporaryDirectory(prefix="chronomem-eval-")
+        store = Path(tmp.name) / "eval.db"
+    target = store
+    choice = state().embedder_arg  # the group's --embedder
+
+    def open_memory(ns: str) -> Any:
+        return chronomem.open(target, namespace=ns, embedder=choice)
+
+    return open_memory, tmp
+
+
+@eval_group.command("locomo")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=Path("eval-locomo"),
+              show_default=True, help="Directory for summary.json, candidates.tsv and misses.tsv.")
+@click.option("--store", type=click.Path(dir_okay=False, path_type=Path),
+              help="Database to ingest into (default: a temporary file).")
+@click.option("--conversations", type=click.IntRange(min=1), help="Only the first N conversations.")
+@click.option("--view", "views", multiple=True, type=click.Choice(["as_world", "as_recorded", "raw"]),
+              help="Views to score (repeatable; default all three).")
+@json_option
+def eval_locomo_cmd(path: Path, out: Path, store: Path | None, conversations: int | None,
+                    views: tuple[str, ...]) -> None:
+    """Score turn- and session-level recall/hit/nDCG@1,5,10 on a LoCoMo file."""
+    from ...service.evidence.eval import run_locomo
+
+    open_memory, tmp = _eval_open(store)
+    try:
+        res = run_locomo(open_memory, path, out_dir=out, views=views or ("as_world", "as_recorded", "raw"),
+                         limit_conversations=conversations, progress=lambda m: log.info("%s", m))
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    emit(res.summary, lambda con: click.echo(res.table()))
+
+
+@eval_group.command("longmemeval")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=Path("eval-longmemeval"),
+              show_default=True, help="Directory for summary.json, candidates.tsv and misses.tsv.")
+@click.option("--store", type=click.Path(dir_okay=False, path_type=Path),
+              help="Database to ingest into (default: a temporary file).")
+@click.option("--limit", type=click.IntRange(min=1), help="Only the first N questions.")
+@json_option
+def eval_lme_cmd(path: Path, out: Path, store: Path | None, limit: int | None) -> None:
+    """Score session-level recall/hit/nDCG@1,5,10 on a LongMemEval file."""
+    from ...service.evidence.eval import run_longmemeval
+
+    open_memory, tmp = _eval_open(store)
+    try:
+        res = run_longmemeval(open_memory, path, out_dir=out, limit=limit, progress=lambda m: log.info("%s", m))
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    emit(res.summary, lambda con: click.echo(res.table()))
+
+
+def register(main: click.Group) -> None:
+    """Add the evidence commands (``search`` replaces the fact-name search,
+    which stays available as ``search --facts``)."""
+    for cmd in (remember_cmd, search_cmd, recall_cmd, ingest_cmd, reindex_cmd, eval_group):
+        main.add_command(cmd)

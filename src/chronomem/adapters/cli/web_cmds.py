@@ -1,0 +1,70 @@
+"""``chronomem serve``: the web view, the JSON API and MCP over HTTP on one port.
+
+Needs the ``web`` extra (starlette, uvicorn); they are imported inside the
+command so that the rest of the CLI works without them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+
+import click
+
+from ._common import json_option, state
+
+__all__ = ["register"]
+
+log = logging.getLogger("chronomem.cli")
+
+
+@click.command("serve")
+@click.option("--db", "db", default=None, metavar="PATH", help="Memory database (overrides the global --db).")
+@click.option("--namespace", "namespace", default=None, help="Namespace (overrides the global --namespace).")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind. Anything but loopback requires a token.")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535),
+              help="TCP port (0: any free port).")
+@click.option("--token", envvar="CHRONOMEM_TOKEN", default=None, metavar="TOKEN",
+              help="Bearer token for API writes and /mcp (every route when not on loopback) [env CHRONOMEM_TOKEN].")
+@click.option("--no-mcp", is_flag=True, help="Do not mount the MCP endpoint at /mcp.")
+@json_option
+def serve_cmd(db: str | None, namespace: str | None, host: str, port: int, token: str | None, no_mcp: bool) -> None:
+    """Serve the web view (/), the JSON API (/api) and MCP (/mcp) until Ctrl-C.
+
+    The web view is read-only; writes go through the API. Binding a
+    non-loopback --host refuses to start without --token (or CHRONOMEM_TOKEN).
+    """
+    from ..web.server import bind, build_app, is_loopback, resolve_token, run_app
+
+    st = state()
+    if db is not None:
+        st.db = db
+    if namespace is not None:
+        st.namespace = namespace
+    resolved = resolve_token(token, host)  # refuse an unsafe bind before opening anything
+    mem = st.memory()
+    app = build_app(mem, host=host, token=resolved, mcp=not no_mcp)
+    sock = bind(host, port)
+    port = int(sock.getsockname()[1])  # the real one when --port 0
+    has_mcp = any(getattr(r, "path", None) == "/mcp" for r in getattr(getattr(app, "app", None), "routes", []))
+    shown = f"[{host}]" if ":" in host else host
+    info = {"url": f"http://{shown}:{port}/", "api": f"http://{shown}:{port}/api/openapi.json",
+            "mcp": f"http://{shown}:{port}/mcp" if has_mcp else None, "db": st.db_path, "namespace": st.namespace,
+            "auth": "every route" if resolved and not is_loopback(host)
+            else ("API writes and /mcp" if resolved else "none (loopback only)")}
+    if st.json:
+        click.echo(json.dumps(info))
+    else:
+        click.echo(f"chronomem serving {st.db_path} (namespace {st.namespace}) at {info['url']}", err=True)
+        click.echo(f"  API {info['api']}" + (f" · MCP {info['mcp']}" if has_mcp else " · no MCP (extra missing)")
+                   + f" · auth: {info['auth']} · Ctrl-C to stop", err=True)
+    sys.stdout.flush()
+    level = logging.getLogger("chronomem").getEffectiveLevel()
+    uv_level = "info" if level <= logging.INFO else "warning"
+    run_app(app, sock, log_level=uv_level)
+
+
+def register(main: click.Group) -> None:
+    main.add_command(serve_cmd)

@@ -1,0 +1,262 @@
+"""The chronomem MCP server (official ``mcp`` SDK, ``MCPServer``).
+
+:func:`build_server` binds the tools and resources to one :class:`Memory`;
+:func:`run_stdio` serves it over stdin/stdout (``chronomem mcp``);
+:func:`build_http_app` returns a streamable-HTTP ASGI app for ``chronomem
+serve`` to mount at ``/mcp``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import urllib.parse
+from typing import Any, AsyncIterator, Callable, Sequence
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.context import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import CallToolResult, InputRequiredResult
+from pydantic import ValidationError
+from starlette.types import Receive, Scope, Send
+
+from ... import __version__
+from ...errors import ChronomemError
+from ...memory import Memory
+from . import evidence_tools, fact_tools
+from .results import error_result, error_text
+
+__all__ = ["INSTRUCTIONS", "TOOL_GROUPS", "McpHttpApp", "build_http_app", "build_server", "run_stdio", "tool_extras",
+           "tool_wraps"]
+
+log = logging.getLogger("chronomem.mcp")
+
+INSTRUCTIONS = """\
+chronomem is your long-term, time-aware memory: facts (subject -predicate-> object, each with the interval it was \
+true in the world) and the evidence they came from (episodes: conversation turns, notes, decisions, verbatim). \
+Protocol:
+1. Before answering anything about past decisions, people or project state, call `recall` with the question \
+(use `at` for "at that time", e.g. at="last March") and base the answer on what it returns. Use `facts` for an \
+exact listing and `search` to dig for specific evidence.
+2. When you learn a stable fact (a role, an owner, a decision, a preference, a location), record it with \
+`fact_add`, with `valid_from` when you know when it became true ("2024-03", "yesterday"); or call `remember` to \
+store the evidence text together with the facts it states (each fact then cites the episode).
+3. When something changes, `fact_add` the new value or `fact_invalidate` the old one. Single-valued predicates \
+(declare them once with `predicate_define`, cardinality "one") close the old value automatically. If a record was \
+wrong, `fact_correct` it; if it was never true, `fact_retract` it.
+4. Cite facts and evidence by id (the [bracketed] value at the end of each line), e.g. "Bob leads platform \
+[01JD...]".
+Times accept ISO dates ("2024-03-05", "2024-03") and phrases ("today", "3 days ago", "last week"); the resolved \
+value is echoed back."""
+
+ToolGroup = Callable[[MCPServer[Any], Memory], None]
+
+#: Tool groups registered by :func:`build_server`, in order: the fact tools,
+#: then the evidence tools (``remember``, ``recall``, ``search``).
+TOOL_GROUPS: list[ToolGroup] = [fact_tools.register, evidence_tools.register]
+
+
+def tool_wraps() -> dict[str, tuple[str, frozenset[str]]]:
+    """Every tool -> (the ``Memory`` method it wraps, method params it omits)."""
+    return {**fact_tools.WRAPS, **evidence_tools.WRAPS}
+
+
+def tool_extras() -> dict[str, frozenset[str]]:
+    """Tool -> its parameters that the wrapped ``Memory`` method does not have
+    (``remember``'s ``facts`` go to ``add_facts``)."""
+    return dict(evidence_tools.EXTRAS)
+
+
+def _loc_name(loc: Sequence[Any]) -> str:
+    """``("facts", 0, "object", "str")`` -> ``facts[0].object`` (the pydantic
+    union-branch tags such as ``str`` are dropped)."""
+    if not loc:
+        return "arguments"
+    out = str(loc[0]).removeprefix("field_")
+    for part in loc[1:]:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif str(part) in _TYPE_TAGS or "[" in str(part):
+            break
+        else:
+            out += f".{part}"
+    return out
+
+
+_TYPE_TAGS = frozenset({"str", "int", "float", "bool", "none", "list", "dict", "literal"})
+
+
+def _short_repr(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _describe_validation(tool: str, exc: ValidationError) -> str:
+    by_arg: dict[str, list[dict[str, Any]]] = {}
+    for err in exc.errors():
+        arg = _loc_name(err.get("loc", ()))
+        by_arg.setdefault(arg, []).append(dict(err))
+    parts = []
+    for arg, errs in by_arg.items():
+        first = errs[0]
+        got = _short_repr(first.get("input"))
+        if first.get("type") == "missing":
+            parts.append(f"missing required argument {arg!r}")
+        elif first.get("type") == "extra_forbidden":
+            parts.append(f"unknown argument {arg!r}")
+        elif len(errs) > 1:
+            parts.append(f"argument {arg!r} has a type the schema does not allow (got {got})")
+        else:
+            parts.append(f"argument {arg!r}: {first.get('msg', 'invalid value')} (got {got})")
+    return f"{tool} failed: {'; '.join(parts)}; fix the arguments to match the tool's input schema and call again."
+
+
+class ChronomemMCP(MCPServer[Any]):
+    """``MCPServer`` with chronomem's argument checking: unknown argument
+    names and schema violations become one-sentence tool errors."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        tool = self._tool_manager.get_tool(name)
+        if tool is not None:
+            known = set(tool.parameters.get("properties", {}))
+            unknown = sorted(set(arguments) - known)
+            if unknown:
+                valid = ", ".join(sorted(known)) or "none"
+                return error_result(
+                    f"{name} failed: unknown argument(s) {', '.join(map(repr, unknown))}; valid arguments are: "
+                    f"{valid}."
+                )
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                return error_result(_describe_validation(name, exc.__cause__))
+            raise
+
+
+def build_server(mem: Memory, *, name: str = "chronomem") -> ChronomemMCP:
+    """An MCP server exposing ``mem`` (tools, resources, protocol instructions)."""
+    server = ChronomemMCP(
+        name, title="chronomem memory", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING",
+    )
+    for group in TOOL_GROUPS:
+        group(server, mem)
+
+    @server.resource("chronomem://stats", name="stats", title="Memory statistics", mime_type="text/plain")
+    def stats_resource() -> str:
+        """Counts of entities, facts and versions in this memory."""
+        s = mem.stats()
+        return (f"namespace {s.namespace}: {s.entities} entities, {s.facts} facts ({s.current} current, "
+                f"{s.ended} ended, {s.retracted} retracted), {s.versions} versions, {s.predicates} predicates")
+
+    @server.resource("chronomem://entity/{name}", name="entity", title="Entity timeline", mime_type="text/plain")
+    def entity_resource(name: str) -> str:
+        """The timeline of one entity (URL-encode names with spaces)."""
+        from .results import event_line
+
+        entity = urllib.parse.unquote(name)
+        try:
+            events = mem.timeline(entity)
+        except ChronomemError as exc:
+            return error_text(f"chronomem://entity/{name}", exc)
+        lines = [event_line(e, mem.tz) for e in events]
+        return "\n".join(lines) if lines else f"no events for {entity}"
+
+    return server
+
+
+def run_stdio(mem: Memory) -> None:
+    """Serve ``mem`` over stdio until stdin closes. Writes nothing but
+    JSON-RPC to stdout (logs go to stderr)."""
+    server = build_server(mem)
+    anyio.run(server.run_stdio_async)
+
+
+LOCAL_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
+
+
+class McpHttpApp:
+    """The streamable-HTTP MCP endpoint as a plain ASGI app.
+
+    It answers every HTTP request it receives (whatever the path), so mount it
+    either as a route or a mount::
+
+        mcp_app = build_http_app(mem)
+        routes = [Route("/mcp", endpoint=mcp_app, methods=["GET", "POST", "DELETE"]),
+                  Mount("/mcp", app=mcp_app)]
+
+        @contextlib.asynccontextmanager
+        async def lifespan(app):
+            async with mcp_app.lifespan():   # REQUIRED: runs the SDK session manager
+                yield
+
+    Mounted apps do not get Starlette lifespan events, so the parent app MUST
+    enter :meth:`lifespan` in its own lifespan (once; the session manager
+    cannot be restarted). Served alone (``uvicorn.run(mcp_app)``) it handles
+    the ASGI lifespan protocol itself.
+    """
+
+    def __init__(self, server: ChronomemMCP, session_manager: StreamableHTTPSessionManager) -> None:
+        self.server = server
+        self.session_manager = session_manager
+        self._asgi = StreamableHTTPASGIApp(session_manager)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        async with self.session_manager.run():
+            yield
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._serve_lifespan(receive, send)
+            return
+        await self._asgi(scope, receive, send)
+
+    async def _serve_lifespan(self, receive: Receive, send: Send) -> None:
+        message = await receive()
+        assert message["type"] == "lifespan.startup"
+        try:
+            async with self.lifespan():
+                await send({"type": "lifespan.startup.complete"})
+                message = await receive()
+                assert message["type"] == "lifespan.shutdown"
+        except Exception as exc:  # pragma: no cover - startup failure
+            log.exception("MCP HTTP lifespan failed")
+            await send({"type": "lifespan.startup.failed", "message": str(exc)})
+            return
+        await send({"type": "lifespan.shutdown.complete"})
+
+
+def build_http_app(
+    mem: Memory,
+    *,
+    allowed_hosts: Sequence[str] | None = None,
+    allowed_origins: Sequence[str] | None = None,
+    json_response: bool = False,
+) -> McpHttpApp:
+    """A streamable-HTTP MCP app serving ``mem`` (mount it at ``/mcp``).
+
+    Lifespan: the returned :class:`McpHttpApp` needs its SDK session manager
+    running; a parent Starlette app must do ``async with app.lifespan(): ...``
+    inside its own lifespan (see :class:`McpHttpApp`). DNS-rebinding
+    protection allows ``127.0.0.1``, ``localhost`` and ``[::1]`` on any port
+    by default; pass ``allowed_hosts`` (``"host:port"`` patterns, ``*`` for any
+    port) when serving on another interface. Clients must send a Host header
+    with a port, e.g. ``http://127.0.0.1:8765/mcp``. Authentication is the
+    parent app's job.
+    """
+    hosts = list(allowed_hosts) if allowed_hosts is not None else list(LOCAL_HOSTS)
+    origins = list(allowed_origins) if allowed_origins is not None else [f"http://{h}" for h in hosts]
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins,
+    )
+    server = build_server(mem)
+    # public SDK API: this builds (and we discard) a Starlette wrapper, and
+    # creates the session manager that we serve directly on any path
+    server.streamable_http_app(json_response=json_response, transport_security=security)
+    return McpHttpApp(server, server.session_manager)

@@ -1,0 +1,197 @@
+"""The JSON API under ``/api``: reads (facts, entities, timelines, diffs,
+conflicts, evidence search, episodes), the four fact writes and adding an
+episode. Every handler runs the blocking memory
+call in a worker thread and answers JSON; errors go through
+:func:`chronomem.adapters.web.errors.error_response`."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Awaitable, Callable
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from ...errors import InvalidInputError
+from ...memory import Memory
+from ...service.candidates import FACT_KEYS
+from . import data, evidence
+from .openapi import openapi_document
+
+__all__ = ["api_routes"]
+
+#: default and maximum ``limit`` of ``GET /api/facts``
+DEFAULT_LIMIT = 1000
+MAX_LIMIT = 100_000
+
+_EPISODE_FIELDS = frozenset({"text", "occurred_at", "recorded_at", "source", "session", "speaker", "metadata"})
+#: the body of ``POST /api/facts``: exactly ``Memory.add_fact``'s parameters
+_ADD_FIELDS = FACT_KEYS
+
+
+def _limit(value: str | None) -> int:
+    if value is None or value == "":
+        return DEFAULT_LIMIT
+    try:
+        n = int(value)
+    except ValueError:
+        raise InvalidInputError(f"limit must be a non-negative integer, not {value!r}") from None
+    if n < 0 or n > MAX_LIMIT:
+        raise InvalidInputError(f"limit must be between 0 and {MAX_LIMIT}, not {n}")
+    return n
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidInputError(f"the request body is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise InvalidInputError("the request body must be a JSON object")
+    return value
+
+
+def _only(body: dict[str, Any], allowed: set[str], what: str) -> None:
+    unknown = set(body) - allowed
+    if unknown:
+        raise InvalidInputError(f"{what} does not take field(s): {', '.join(sorted(unknown))}")
+
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def api_routes(mem: Memory) -> list[Route]:
+    """The ``/api`` routes bound to ``mem``."""
+
+    def basis(request: Request) -> data.Basis:
+        q = request.query_params
+        return data.parse_basis(mem, q.get("as_of"), q.get("known_at"))
+
+    async def get_facts(request: Request) -> Response:
+        q = request.query_params
+
+        def run() -> dict[str, Any]:
+            b = basis(request)
+            limit = _limit(q.get("limit"))
+            facts = mem.facts(q.get("subject") or None, q.get("predicate") or None, q.get("object") or None,
+                              as_of=b.as_of, known_at=b.known_at, direction=q.get("direction") or "out",
+                              limit=limit)
+            return {"basis": b.to_dict(), "count": len(facts), "limit": limit, "facts": [f.to_dict() for f in facts]}
+
+        return JSONResponse(await run_in_threadpool(run))
+
+    async def get_entity(request: Request) -> Response:
+        name = request.path_params["name"]
+
+        def run() -> dict[str, Any]:
+            b = basis(request)
+            ent = mem.entity(name)
+            at = b.as_of if b.as_of is not None else b.now
+            facts = mem.facts(ent.name, as_of=at, known_at=b.known_at, direction="both")
+            return {"basis": b.to_dict(), "entity": ent.to_dict(), "facts": [f.to_dict() for f in facts]}
+
+        return JSONResponse(await run_in_threadpool(run))
+
+    async def get_timeline(request: Request) -> Response:
+        name = request.path_params["name"]
+        q = request.query_params
+
+        def run() -> dict[str, Any]:
+            ent = mem.entity(name)
+            events = mem.timeline(ent.name, q.get("start") or None, q.get("end") or None)
+            return {"entity": ent.to_dict(), "count": len(events), "events": [e.to_dict() for e in events]}
+
+        return JSONResponse(await run_in_threadpool(run))
+
+    async def get_diff(request: Request) -> Response:
+        q = request.query_params
+        return JSONResponse(await run_in_threadpool(
+            lambda: data.diff_view(mem, basis(request), q.get("t1"), q.get("t2"), q.get("axis"),
+                                   q.get("subject"), q.get("predicate"))))
+
+    async def get_conflicts(request: Request) -> Response:
+        return JSONResponse(await run_in_threadpool(lambda: data.conflicts_view(mem, basis(request))))
+
+    async def post_fact(request: Request) -> Response:
+        body = await _body(request)
+        _only(body, set(_ADD_FIELDS), "POST /api/facts")
+        for required in ("subject", "predicate", "object"):
+            if body.get(required) is None:
+                raise InvalidInputError(f"a fact needs {required!r}")
+        fact = await run_in_threadpool(lambda: mem.add_fact(**body))
+        return JSONResponse({"fact": fact.to_dict()}, status_code=201)
+
+    async def post_invalidate(request: Request) -> Response:
+        fact_id = request.path_params["fact_id"]
+        body = await _body(request)
+        _only(body, {"ended", "reason"}, "invalidate")
+        reason = body.get("reason")
+        if reason is not None and not isinstance(reason, str):
+            raise InvalidInputError("reason must be a string")
+        # one write transaction finds the believed version and ends it
+        fact = await run_in_threadpool(lambda: mem.invalidate_fact(fact_id, body.get("ended"), reason=reason))
+        return JSONResponse({"fact": fact.to_dict()})
+
+    async def post_correct(request: Request) -> Response:
+        fact_id = request.path_params["fact_id"]
+        body = await _body(request)
+        if "fact_id" in body:
+            raise InvalidInputError("correct takes the fact id from the URL, not the body")
+        fact = await run_in_threadpool(lambda: mem.correct(fact_id, **body))
+        return JSONResponse({"fact": fact.to_dict()})
+
+    async def post_retract(request: Request) -> Response:
+        fact_id = request.path_params["fact_id"]
+        body = await _body(request)
+        _only(body, {"reason"}, "retract")
+        reason = body.get("reason")
+        if reason is not None and not isinstance(reason, str):
+            raise InvalidInputError("reason must be a string")
+        fact = await run_in_threadpool(lambda: mem.retract(fact_id, reason))
+        return JSONResponse({"fact": fact.to_dict()})
+
+    async def get_search(request: Request) -> Response:
+        q = request.query_params
+        return JSONResponse(await run_in_threadpool(
+            lambda: evidence.search_view(mem, q.get("q"), q.get("view"), q.get("at"), q.get("k"),
+                                         require_query=True)))
+
+    async def get_episode(request: Request) -> Response:
+        episode_id = request.path_params["episode_id"]
+        return JSONResponse(await run_in_threadpool(lambda: evidence.episode_view(mem, episode_id)))
+
+    async def post_episode(request: Request) -> Response:
+        body = await _body(request)
+        _only(body, set(_EPISODE_FIELDS), "POST /api/episodes")
+        if "text" not in body:
+            raise InvalidInputError("an episode needs 'text'")
+        for name in ("occurred_at", "recorded_at"):
+            if body.get(name) is not None and not isinstance(body[name], str):
+                raise InvalidInputError(f"{name} must be an ISO 8601 string, not {type(body[name]).__name__}")
+        text = body.pop("text")
+        episode = await run_in_threadpool(lambda: mem.add_episode(text, **body))
+        return JSONResponse({"episode": episode.to_dict()}, status_code=201)
+
+    async def get_openapi(request: Request) -> Response:
+        return JSONResponse(openapi_document())
+
+    return [
+        Route("/api/openapi.json", get_openapi, methods=["GET"]),
+        Route("/api/facts", get_facts, methods=["GET"]),
+        Route("/api/facts", post_fact, methods=["POST"]),
+        Route("/api/facts/{fact_id}/invalidate", post_invalidate, methods=["POST"]),
+        Route("/api/facts/{fact_id}/correct", post_correct, methods=["POST"]),
+        Route("/api/facts/{fact_id}/retract", post_retract, methods=["POST"]),
+        Route("/api/entities/{name:path}", get_entity, methods=["GET"]),
+        Route("/api/timeline/{name:path}", get_timeline, methods=["GET"]),
+        Route("/api/diff", get_diff, methods=["GET"]),
+        Route("/api/conflicts", get_conflicts, methods=["GET"]),
+        Route("/api/search", get_search, methods=["GET"]),
+        Route("/api/episodes", post_episode, methods=["POST"]),
+        Route("/api/episodes/{episode_id}", get_episode, methods=["GET"]),
+    ]

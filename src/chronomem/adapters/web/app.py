@@ -1,0 +1,211 @@
+"""The ASGI app: the read-only web view (``/``, ``/entity/...``, ``/diff``,
+``/conflicts``, ``/search``, ``/episode/...``, each with a ``.json`` twin), the JSON API under ``/api`` and,
+optionally, extra mounted apps (MCP at ``/mcp``), behind bearer-token auth."""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import logging
+from typing import Any, AsyncIterator, Callable, Mapping, Sequence
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ...errors import ChronomemError, InvalidInputError
+from ...memory import Memory
+from . import data, evidence, evidence_pages, pages
+from .api import api_routes
+from .errors import AuthenticationError, ForbiddenError, error_response
+from .net import is_loopback
+
+__all__ = ["AccessGuard", "create_app"]
+
+log = logging.getLogger("chronomem.web")
+
+_COOKIE = "chronomem_token"
+
+
+def _page_routes(mem: Memory) -> list[BaseRoute]:
+    def basis(request: Request) -> data.Basis:
+        q = request.query_params
+        return data.parse_basis(mem, q.get("as_of"), q.get("known_at"))
+
+    def pair(path: str, build: Callable[[Request], Mapping[str, Any]],
+             render: Callable[[Mapping[str, Any]], str], twins: Sequence[str] = ()) -> list[BaseRoute]:
+        async def as_json(request: Request) -> Response:
+            return JSONResponse(await run_in_threadpool(build, request))
+
+        async def as_html(request: Request) -> Response:
+            return HTMLResponse(render(await run_in_threadpool(build, request)))
+
+        json_paths = list(twins) or [path + ".json"]
+        out: list[BaseRoute] = [Route(p, as_json, methods=["GET"]) for p in json_paths]
+        return out + [Route(path, as_html, methods=["GET"])]
+
+    def index(request: Request) -> Mapping[str, Any]:
+        return data.index_view(mem, basis(request), request.query_params.get("q"))
+
+    def entity(request: Request) -> Mapping[str, Any]:
+        return data.entity_view(mem, request.path_params["name"], basis(request), request.query_params.get("page"))
+
+    def graph(request: Request) -> Mapping[str, Any]:
+        return data.graph_view(mem, request.path_params["name"], basis(request), request.query_params.get("hops"))
+
+    def diff(request: Request) -> Mapping[str, Any]:
+        q = request.query_params
+        return data.diff_view(mem, basis(request), q.get("t1"), q.get("t2"), q.get("axis"), q.get("subject"),
+                              q.get("predicate"))
+
+    def conflicts(request: Request) -> Mapping[str, Any]:
+        return data.conflicts_view(mem, basis(request))
+
+    async def diff_html(request: Request) -> Response:
+        q = request.query_params
+        if not q.get("t1") and not q.get("t2"):
+            b = await run_in_threadpool(basis, request)
+            return HTMLResponse(pages.diff_form_page(b.to_dict()))
+        try:
+            return HTMLResponse(pages.diff_page(await run_in_threadpool(diff, request)))
+        except InvalidInputError as exc:
+            b = await run_in_threadpool(basis, request)
+            return HTMLResponse(pages.diff_form_page(b.to_dict(), str(exc)), status_code=400)
+
+    routes: list[BaseRoute] = []
+    routes += pair("/", index, pages.index_page, twins=("/index.json", "/.json"))
+    routes += pair("/entity/{name:path}/graph", graph, pages.graph_page)
+    routes += pair("/entity/{name:path}", entity, pages.entity_page)
+    routes += [r for r in pair("/diff", diff, pages.diff_page) if getattr(r, "path", "") == "/diff.json"]
+    routes.append(Route("/diff", diff_html, methods=["GET"]))
+    routes += pair("/conflicts", conflicts, pages.conflicts_page)
+
+    def search(request: Request) -> Mapping[str, Any]:
+        q = request.query_params
+        return evidence.search_view(mem, q.get("q"), q.get("view"), q.get("at"), q.get("k"))
+
+    def episode(request: Request) -> Mapping[str, Any]:
+        return evidence.episode_view(mem, request.path_params["episode_id"])
+
+    routes += pair("/search", search, evidence_pages.search_page)
+    routes += pair("/episode/{episode_id}", episode, evidence_pages.episode_page)
+    return routes
+
+
+class AccessGuard:
+    """Access checks in front of the whole app (bearer token, Host, Origin).
+
+    With a token: writes under ``/api`` and everything under ``/mcp`` need
+    ``Authorization: Bearer <token>``; with ``protect_all`` (non-loopback bind)
+    every route does. A browser can authenticate its GET requests once with
+    ``?token=...``: the token moves into an HttpOnly cookie and the URL is
+    cleaned. Missing token: 401; wrong token: 403.
+
+    With or without a token, on a loopback bind requests must be addressed to
+    a loopback name (Host header; defeats DNS rebinding), and API writes
+    carrying an ``Origin`` must come from this server (defeats cross-site
+    form posts to an unauthenticated local server).
+    """
+
+    def __init__(self, app: ASGIApp, token: str | None, protect_all: bool = False) -> None:
+        self.app = app
+        self.token = token
+        self.protect_all = protect_all
+
+    def _needs(self, path: str, method: str) -> bool:
+        if self.protect_all or path == "/mcp" or path.startswith("/mcp/"):
+            return True
+        return path.startswith("/api/") and method not in ("GET", "HEAD", "OPTIONS")
+
+    def _ok(self, given: str) -> bool:
+        assert self.token is not None
+        return hmac.compare_digest(given.encode("utf-8"), self.token.encode("utf-8"))
+
+    def _browser_guard(self, request: Request, path: str, method: str) -> ChronomemError | None:
+        """Refuse what only a hostile web page would send: on a loopback bind, a
+        Host that is not loopback (DNS rebinding); for API writes, an Origin
+        other than this server (cross-site requests)."""
+        host = request.headers.get("host")
+        if not self.protect_all and host:
+            name = urlsplit("//" + host).hostname or ""
+            if not is_loopback(name):
+                return ForbiddenError(f"this server only answers requests addressed to a loopback name, not {host!r}")
+        if path.startswith("/api/") and method not in ("GET", "HEAD", "OPTIONS"):
+            origin = request.headers.get("origin")
+            if origin is not None and (not host or urlsplit(origin).netloc != host):
+                return ForbiddenError(f"cross-origin writes are refused (Origin {origin!r})")
+        return None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        path = scope.get("path", "")
+        method = scope.get("method", "GET")
+        request = Request(scope)
+        exc = self._browser_guard(request, path, method)
+        if exc is None and self.token is not None and self._needs(path, method):
+            header = request.headers.get("authorization", "")
+            scheme, _, given = header.partition(" ")
+            if header:
+                if scheme.lower() != "bearer" or not self._ok(given.strip()):
+                    exc = ForbiddenError("the bearer token is wrong")
+            elif (method in ("GET", "HEAD") and not path.startswith(("/api/", "/mcp"))
+                  and "token" in request.query_params):
+                if self._ok(request.query_params["token"]):
+                    rest = [(k, v) for k, v in parse_qsl(scope.get("query_string", b"").decode()) if k != "token"]
+                    target = path + ("?" + urlencode(rest) if rest else "")
+                    resp: Response = RedirectResponse(target, status_code=303)
+                    resp.set_cookie(_COOKIE, request.query_params["token"], httponly=True, samesite="strict")
+                    await resp(scope, receive, send)
+                    return
+                exc = ForbiddenError("the token is wrong")
+            elif method in ("GET", "HEAD") and _COOKIE in request.cookies:
+                if not self._ok(request.cookies[_COOKIE]):
+                    exc = ForbiddenError("the token cookie is wrong; open any page with ?token=... again")
+            else:
+                exc = AuthenticationError("this server needs a bearer token: send 'Authorization: Bearer <token>'")
+        if exc is not None:
+            log.info("refused %s %s: %s", method, path, exc)
+            await error_response(exc, path)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def create_app(mem: Memory, *, token: str | None = None, protect_all: bool = False,
+               mounts: Mapping[str, ASGIApp] | None = None,
+               lifespans: Sequence[Callable[[], contextlib.AbstractAsyncContextManager[Any]]] = ()) -> ASGIApp:
+    """The whole ASGI app for ``mem``. ``mounts`` maps a path prefix (e.g.
+    ``/mcp``) to another ASGI app; ``lifespans`` are entered for the app's life
+    (mounted apps do not get lifespan events of their own)."""
+    if token is not None and not token.strip():
+        raise InvalidInputError("the bearer token must not be empty")
+
+    async def on_error(request: Request, exc: Exception) -> Response:
+        return error_response(exc, request.url.path)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            for cm in lifespans:
+                await stack.enter_async_context(cm())
+            yield
+
+    routes: list[BaseRoute] = list(api_routes(mem))
+    for prefix, sub in (mounts or {}).items():
+        # the exact path and everything under it (no redirect from /mcp to /mcp/)
+        routes.append(Route(prefix, endpoint=sub, methods=["GET", "POST", "DELETE"]))
+        routes.append(Mount(prefix, app=sub))
+    routes += _page_routes(mem)
+    app = Starlette(
+        routes=routes,
+        exception_handlers={ChronomemError: on_error, HTTPException: on_error, Exception: on_error},
+        lifespan=lifespan,
+    )
+    app.state.memory = mem
+    return AccessGuard(app, token.strip() if token else None, protect_all)

@@ -1,0 +1,340 @@
+"""What each web page shows, as JSON-ready dicts (the pages' ``.json``
+twins). The HTML renderers in :mod:`chronomem.adapters.web.pages` draw exactly this
+data, so a page and its twin never disagree."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import threading
+from collections import defaultdict
+from typing import AbstractSet, Any
+
+from ...core import analysis as _analysis
+from ...core.models import Fact
+from ...core.time import TimePoint, format_us, to_us
+from ...errors import InvalidInputError
+from ...memory import Memory
+from .svg import Bar, GraphEdge, GraphNode
+
+__all__ = [
+    "Basis",
+    "conflicts_view",
+    "diff_view",
+    "entity_view",
+    "graph_view",
+    "index_view",
+    "parse_basis",
+]
+
+#: timeline bars (and history rows) per page of the entity view
+PAGE_BARS = 150
+PAGE_HISTORY = 150
+#: nodes drawn per ring of the graph before the rest are aggregated
+MAX_RING1 = 30
+MAX_RING2 = 40
+RECENT = 20
+
+
+@dataclasses.dataclass(frozen=True)
+class Basis:
+    """The time basis a page used: valid time ``as_of`` and system time
+    ``known_at`` (``None``: not pinned)."""
+
+    as_of: TimePoint | None
+    known_at: TimePoint | None
+    now: _dt.datetime
+
+    @property
+    def cursor_us(self) -> int:
+        return self.as_of.us if self.as_of is not None else to_us(self.now)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "as_of": str(self.as_of) if self.as_of is not None else None,
+            "known_at": str(self.known_at) if self.known_at is not None else None,
+            "now": format_us(to_us(self.now), 7).replace(".000000", ""),
+        }
+
+
+def _param_time(mem: Memory, value: str | None, field: str) -> TimePoint | None:
+    if value is None or not value.strip():
+        return None
+    return mem.parse_time(value, field)
+
+
+def parse_basis(mem: Memory, as_of: str | None, known_at: str | None) -> Basis:
+    """Read the ``as_of``/``known_at`` query parameters (raises InvalidTimeError)."""
+    return Basis(_param_time(mem, as_of, "as_of"), _param_time(mem, known_at, "known_at"), mem.now())
+
+
+def _page_number(value: str | None) -> int:
+    if value is None or value == "":
+        return 1
+    try:
+        page = int(value)
+    except ValueError:
+        raise InvalidInputError(f"page must be a positive integer, not {value!r}") from None
+    if page < 1:
+        raise InvalidInputError(f"page must be a positive integer, not {value!r}")
+    return page
+
+
+def _obj_text(f: Fact) -> str:
+    return repr(f.object) if f.literal else str(f.object)
+
+
+# -- recent changes -------------------------------------------------------
+class _RecentCache:
+    """The last system-time events of a namespace, recomputed only after a write."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._key: tuple[int, str, int] | None = None
+        self._value: list[dict[str, Any]] = []
+
+    def get(self, mem: Memory, limit: int) -> list[dict[str, Any]]:
+        key = (id(mem.store), mem.namespace, mem.store.last_system_time())
+        with self._lock:
+            if self._key == key and len(self._value) >= limit:
+                return self._value[:limit]
+        value = _recent_changes(mem, limit)
+        with self._lock:
+            self._key, self._value = key, value
+        return value
+
+
+def _recent_changes(mem: Memory, limit: int) -> list[dict[str, Any]]:
+    """The ``limit`` latest system-time events (a version recorded or closed), newest first."""
+    return [
+        {"at": format_us(to_us(e.at), 6), "kind": e.kind, "fact": e.fact.to_dict() if e.fact else None,
+         "text": e.fact.line() if e.fact else e.text}
+        for e in mem.recent_changes(limit)
+    ]
+
+
+_RECENT = _RecentCache()
+
+
+def index_view(mem: Memory, basis: Basis, q: str | None, limit: int = RECENT) -> dict[str, Any]:
+    """Stats, recent changes and (with ``q``) fact search results."""
+    out: dict[str, Any] = {
+        "basis": basis.to_dict(),
+        "namespace": mem.namespace,
+        "stats": mem.stats().to_dict(),
+        "recent": _RECENT.get(mem, limit),
+        "query": q or None,
+        "results": None,
+    }
+    if q is not None and q.strip():
+        found = mem.search_facts(q, as_of=basis.as_of, limit=100)
+        out["results"] = [f.to_dict() for f in found]
+        # search_facts reads what the store believes now: say so when known_at was pinned
+        out["search_known_at"] = "now"
+    return out
+
+
+# -- entity page ----------------------------------------------------------
+def _believed(versions: list[Fact], known: _dt.datetime | None) -> Fact | None:
+    for v in versions:
+        if known is None:
+            if v.system_to is None:
+                return v
+        elif v.system_from <= known and (v.system_to is None or known < v.system_to):
+            return v
+    return None
+
+
+def _bar_for(entity: str, versions: list[Fact], known: _dt.datetime | None, cursor: int,
+             retracted: AbstractSet[str] = frozenset()) -> Bar | None:
+    versions = sorted(versions, key=lambda v: v.version)
+    visible = [v for v in versions if known is None or v.system_from <= known]
+    if not visible:
+        return None
+    live = _believed(visible, known)
+    # a "corrected" close whose version had been cut by a fact later retracted is a
+    # restoration (the retraction gave the value back), not a correction
+    corrected = any(v.ended_reason == "corrected" and v.invalidated_by not in retracted
+                    and (known is None or (v.system_to is not None and v.system_to <= known)) for v in visible)
+    ended_by: str | None = None
+    if live is None:
+        last = visible[-1]
+        if last.ended_reason != "retracted":
+            return None  # folded into another fact (coalesced, merged, ...): drawn there
+        shown, status = last, "retracted"
+    else:
+        shown = live
+        start = to_us(live.valid_from) if live.valid_from is not None else None
+        end = to_us(live.valid_to) if live.valid_to is not None else None
+        prior = [v.ended_reason for v in visible if v.version < live.version]
+        if end is not None and prior and prior[-1] in ("superseded", "invalidated"):
+            ended_by = prior[-1]
+        if end is not None and end <= cursor:
+            status = ended_by or "ended"
+        elif start is not None and start > cursor:
+            status = "future"
+        else:
+            status = "current"
+    incoming = shown.subject.casefold() != entity.casefold() and isinstance(shown.object, str) \
+        and shown.object.casefold() == entity.casefold()
+    group = f"← {shown.predicate}" if incoming else shown.predicate
+    label = shown.subject if incoming else _obj_text(shown)
+    title = f"{shown.line()} — {status}{', corrected' if corrected else ''}"
+    if shown.invalidated_by and status in ("superseded", "invalidated"):
+        title += f" (by {shown.invalidated_by})"
+    return Bar(
+        fact_id=shown.id, group=group, label=label,
+        start_us=to_us(shown.valid_from) if shown.valid_from is not None else None,
+        end_us=to_us(shown.valid_to) if shown.valid_to is not None else None,
+        status=status, corrected=corrected, title=title, ended_by=ended_by,
+        target=shown.subject if incoming else (None if shown.literal else str(shown.object)),
+    )
+
+
+def entity_view(mem: Memory, name: str, basis: Basis, page: str | None = None) -> dict[str, Any]:
+    """The entity: aliases, type, properties; facts valid at the basis; the
+    timeline bars (one per fact, paginated); the version history (paginated)."""
+    entity = mem.entity(name)
+    pno = _page_number(page)
+    known = basis.known_at.datetime if basis.known_at is not None else None
+    at: TimePoint | _dt.datetime = basis.as_of if basis.as_of is not None else basis.now
+    current = mem.facts(entity.name, as_of=at, known_at=basis.known_at, direction="both")
+    versions = mem.history(entity.name, direction="both")
+    if known is not None:
+        versions = [v for v in versions if v.system_from <= known]
+    by_id: dict[str, list[Fact]] = defaultdict(list)
+    for v in versions:
+        by_id[v.id].append(v)
+    retracted = {fid for fid, vs in by_id.items()
+                 if _believed(vs, known) is None and max(vs, key=lambda v: v.version).ended_reason == "retracted"}
+    bars = [b for vs in by_id.values()
+            if (b := _bar_for(entity.name, vs, known, basis.cursor_us, retracted)) is not None]
+    bars.sort(key=lambda b: (b.group.startswith("←"), b.group, b.start_us if b.start_us is not None else -(2**63),
+                             b.fact_id))
+    bar_pages = max(1, -(-len(bars) // PAGE_BARS))
+    hist_pages = max(1, -(-len(versions) // PAGE_HISTORY))
+    pages = max(bar_pages, hist_pages)
+    if pno > pages:
+        raise InvalidInputError(f"page {pno} is past the last page ({pages})")
+    shown_bars = bars[(pno - 1) * PAGE_BARS: pno * PAGE_BARS]
+    newest_first = versions[::-1]
+    shown_hist = newest_first[(pno - 1) * PAGE_HISTORY: pno * PAGE_HISTORY]
+    status_counts: dict[str, int] = defaultdict(int)
+    for b in bars:
+        status_counts[b.status] += 1
+    return {
+        "basis": basis.to_dict(),
+        "entity": entity.to_dict(),
+        "current": [f.to_dict() for f in current],
+        "timeline": {
+            "cursor": str(basis.as_of) if basis.as_of is not None else format_us(basis.cursor_us, 6),
+            "total": len(bars),
+            "statuses": dict(sorted(status_counts.items())),
+            "bars": [dataclasses.asdict(b) for b in shown_bars],
+        },
+        "history": [f.to_dict() for f in shown_hist],
+        "history_total": len(versions),
+        "page": pno,
+        "pages": pages,
+        "page_size": {"bars": PAGE_BARS, "history": PAGE_HISTORY},
+    }
+
+
+# -- graph page -----------------------------------------------------------
+def graph_view(mem: Memory, name: str, basis: Basis, hops: str | None = None) -> dict[str, Any]:
+    """Entities within 1-2 hops with every edge valid at ``as_of`` (default now)."""
+    entity = mem.entity(name)
+    try:
+        n_hops = int(hops) if hops not in (None, "") else 1
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"hops must be 1 or 2, not {hops!r}") from None
+    if n_hops not in (1, 2):
+        raise InvalidInputError(f"hops must be 1 or 2, not {hops!r}")
+    at: TimePoint | _dt.datetime = basis.as_of if basis.as_of is not None else basis.now
+    fetched: dict[str, list[Fact]] = {}
+
+    def fetch(n: str) -> list[Fact]:
+        if n not in fetched:
+            fetched[n] = mem.facts(n, as_of=at, known_at=basis.known_at, direction="both")
+        return fetched[n]
+
+    found = _analysis.neighbors(fetch, entity.name, n_hops)
+    ring1 = [n for n in found if n.hops == 1]
+    ring2 = [n for n in found if n.hops == 2]
+    nodes: list[GraphNode] = [GraphNode(n.entity, 1) for n in ring1[:MAX_RING1]]
+    shown = {entity.name} | {n.name for n in nodes}
+    if len(ring1) > MAX_RING1:
+        nodes.append(GraphNode(f"+{len(ring1) - MAX_RING1} more (1 hop)", 1, more=len(ring1) - MAX_RING1))
+    kept2 = [n for n in ring2 if _parent(n.via, n.entity) in shown][:MAX_RING2]
+    for n in kept2:
+        nodes.append(GraphNode(n.entity, 2, parent=_parent(n.via, n.entity)))
+        shown.add(n.entity)
+    hidden2 = len(ring2) - len(kept2)
+    if hidden2 > 0:
+        nodes.append(GraphNode(f"+{hidden2} more (2 hops)", 2, more=hidden2))
+    # every fact valid at `at` between two drawn entities is an edge (not only the
+    # first one that reached each neighbour)
+    edges: dict[str, GraphEdge] = {}
+    for facts in fetched.values():
+        for f in facts:
+            src, dst = f.subject, _obj_text(f)
+            if not f.literal and src in shown and dst in shown:
+                edges[f.id] = GraphEdge(f.id, src, dst, f.predicate)
+    span = mem.facts(entity.name, known_at=basis.known_at, direction="both")
+    points = [to_us(t) for f in span for t in (f.valid_from, f.valid_to) if t is not None]
+    points.append(to_us(basis.now))
+    lo_day, hi_day = min(points) // 86_400_000_000 - 30, max(points) // 86_400_000_000 + 30
+    return {
+        "basis": basis.to_dict(),
+        "entity": entity.to_dict(),
+        "as_of": str(at) if isinstance(at, TimePoint) else format_us(to_us(at), 6),
+        "hops": n_hops,
+        "nodes": [dataclasses.asdict(n) for n in nodes],
+        "edges": [dataclasses.asdict(e) for e in edges.values()],
+        "neighbors_total": len(found),
+        "slider": {"min_day": lo_day, "max_day": hi_day, "value_day": basis.cursor_us // 86_400_000_000},
+    }
+
+
+def _parent(via: tuple[Fact, ...], name: str) -> str | None:
+    f = via[-1]
+    return f.subject if _obj_text(f) == name else (_obj_text(f) if f.subject == name else None)
+
+
+# -- diff and conflicts ---------------------------------------------------
+def diff_view(mem: Memory, basis: Basis, t1: str | None, t2: str | None, axis: str | None,
+              subject: str | None = None, predicate: str | None = None) -> dict[str, Any]:
+    """Added, removed and changed facts between ``t1`` and ``t2``. On the valid
+    axis the reads are pinned at ``known_at``; on the system axis at ``as_of``."""
+    ax = axis or "valid"
+    if ax not in ("valid", "system"):
+        raise InvalidInputError(f"axis must be 'valid' or 'system', not {ax!r}")
+    if not t1 or not t2:
+        raise InvalidInputError("diff needs both t1 and t2 (e.g. ?t1=2020&t2=2024)")
+    a, b = mem.parse_time(t1, "t1"), mem.parse_time(t2, "t2")
+    subj = subject or None
+    pred = predicate or None
+    if ax == "valid":
+        before = mem.facts(subj, pred, as_of=a, known_at=basis.known_at)
+        after = mem.facts(subj, pred, as_of=b, known_at=basis.known_at)
+    else:
+        before = mem.facts(subj, pred, known_at=a, as_of=basis.as_of)
+        after = mem.facts(subj, pred, known_at=b, as_of=basis.as_of)
+    single = {p.name for p in mem.predicates() if p.cardinality == "one"}
+    d = _analysis.diff(before, after, a.datetime, b.datetime, ax, single)  # type: ignore[arg-type]
+    return {
+        "basis": basis.to_dict(),
+        "t1": str(a), "t2": str(b), "axis": ax, "subject": subj, "predicate": pred,
+        "added": [f.to_dict() for f in d.added],
+        "removed": [f.to_dict() for f in d.removed],
+        "changed": [c.to_dict() for c in d.changed],
+        "unchanged_count": len(d.unchanged),
+    }
+
+
+def conflicts_view(mem: Memory, basis: Basis) -> dict[str, Any]:
+    """Facts of one (subject, predicate) valid at the same time (``as_of``:
+    at that instant; unpinned: anywhere in history), as believed at ``known_at``."""
+    preds = {p.name: p for p in mem.predicates()}
+    found = _analysis.conflicts(mem.facts(as_of=basis.as_of, known_at=basis.known_at), preds)
+    return {"basis": basis.to_dict(), "conflicts": [c.to_dict() for c in found], "count": len(found)}

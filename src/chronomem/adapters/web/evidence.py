@@ -1,0 +1,124 @@
+"""What the evidence pages show (``/search`` and ``/episode/{id}``), as
+JSON-ready dicts: the pages' ``.json`` twins and the answers of
+``GET /api/search`` and ``GET /api/episodes/{id}``. The HTML renderers in
+:mod:`chronomem.adapters.web.evidence_pages` draw exactly this data."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...core.time import format_us, to_us
+from ...errors import InvalidInputError, NotFoundError
+from ...memory import Memory
+from ...service.evidence.models import VIEWS, Hit
+
+__all__ = ["DEFAULT_K", "MAX_K", "episode_view", "parse_k", "parse_view", "search_view"]
+
+#: hits per search unless ``k`` says otherwise, and the most a request may ask for
+DEFAULT_K = 10
+MAX_K = 100
+
+
+def parse_k(value: str | None) -> int:
+    """The ``k`` query parameter (default 10, 1 to 100)."""
+    if value is None or not value.strip():
+        return DEFAULT_K
+    try:
+        k = int(value)
+    except ValueError:
+        raise InvalidInputError(f"k must be an integer from 1 to {MAX_K}, not {value!r}") from None
+    if not 1 <= k <= MAX_K:
+        raise InvalidInputError(f"k must be an integer from 1 to {MAX_K}, not {k}")
+    return k
+
+
+def parse_view(value: str | None) -> str:
+    """The ``view`` query parameter (default ``as_world``)."""
+    if value is None or not value.strip():
+        return "as_world"
+    if value not in VIEWS:
+        raise InvalidInputError(f"view must be one of {', '.join(VIEWS)}, not {value!r}")
+    return value
+
+
+def _now_text(mem: Memory) -> str:
+    return format_us(to_us(mem.now()), 7).replace(".000000", "")
+
+
+def _hit_dict(rank: int, hit: Hit) -> dict[str, Any]:
+    ep = hit.episode
+    return {
+        "rank": rank,
+        "episode": ep.to_dict(),
+        "score": hit.score,
+        "parts": hit.parts.to_dict(),
+        "facts": [
+            {"fact": n.fact.to_dict(), "current": n.current, "line": n.line(),
+             "ended_at": n.fact.valid_to_text if not n.current else None,
+             "superseded_by": n.superseded_by.to_dict() if n.superseded_by is not None else None}
+            for n in hit.facts
+        ],
+        "history": hit.is_history,
+        "superseded": ({"by": ep.superseded_by,
+                        "at": ep.superseded_at.isoformat().replace("+00:00", "Z") if ep.superseded_at else None}
+                       if ep.superseded_by else None),
+    }
+
+
+def search_view(mem: Memory, q: str | None, view: str | None, at: str | None, k: str | None,
+                *, require_query: bool = False) -> dict[str, Any]:
+    """Evidence search: the hits of ``mem.search`` with their score parts,
+    the facts each supports (current or history) and superseded annotations.
+    Without ``q`` (and ``require_query`` false) only the basis is returned."""
+    v = parse_view(view)
+    n = parse_k(k)
+    at_point = mem.parse_time(at, "at") if at is not None and at.strip() else None
+    query = q.strip() if q is not None and q.strip() else None
+    out: dict[str, Any] = {
+        "basis": {"view": v, "at": str(at_point) if at_point is not None else None, "now": _now_text(mem), "k": n},
+        "namespace": mem.namespace,
+        "query": query,
+        "count": None,
+        "hits": None,
+    }
+    if query is None:
+        if require_query:
+            raise InvalidInputError("search needs a query: ?q=...")
+        return out
+    hits = mem.search(query, k=n, view=v, at=at_point)
+    out["hits"] = [_hit_dict(i + 1, h) for i, h in enumerate(hits)]
+    out["count"] = len(hits)
+    return out
+
+
+def episode_view(mem: Memory, episode_id: str) -> dict[str, Any]:
+    """One episode verbatim with its times, mentions, the facts citing it
+    (each flagged current or history) and what superseded it."""
+    ep = mem.episode(episode_id)
+    now = mem.now()
+    facts = []
+    for f in mem.episode_facts(ep.id):
+        current = f.valid_to is None or now < f.valid_to
+        by: dict[str, Any] | None = None
+        if not current and f.invalidated_by:
+            try:
+                by = mem.fact(f.invalidated_by).to_dict()
+            except NotFoundError:  # pragma: no cover - the id comes from the store
+                by = None
+        facts.append({"fact": f.to_dict(), "current": current, "ended_at": None if current else f.valid_to_text,
+                      "superseded_by": by})
+    superseded_by: dict[str, Any] | None = None
+    if ep.superseded_by:
+        try:
+            newer = mem.episode(ep.superseded_by)
+            superseded_by = {"id": newer.id, "text": newer.text,
+                             "occurred_at": newer.to_dict()["occurred_at"]}
+        except NotFoundError:  # pragma: no cover - the id comes from the store
+            superseded_by = {"id": ep.superseded_by, "text": None, "occurred_at": None}
+    return {
+        "now": _now_text(mem),
+        "namespace": mem.namespace,
+        "episode": ep.to_dict(),
+        "facts": facts,
+        "superseded_by": superseded_by,
+    }

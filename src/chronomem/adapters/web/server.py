@@ -1,0 +1,135 @@
+"""``chronomem serve``: one ASGI app on one port — the read-only web view at
+``/``, the JSON API at ``/api`` and (with the ``mcp`` extra) MCP over
+streamable HTTP at ``/mcp``.
+
+Binding anything but a loopback address requires a bearer token, and then
+every route checks it; on loopback a token (if given) guards the API writes
+and ``/mcp``. See ``docs/web.md``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import os
+import socket
+from typing import Any, AsyncContextManager, Callable
+
+from ...errors import InvalidInputError, MissingExtraError, UnsafeBindError
+from ...memory import Memory
+from .net import is_loopback
+
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "UnsafeBindError", "build_app", "is_loopback", "bind", "resolve_token",
+           "run_app", "serve"]
+
+log = logging.getLogger("chronomem.server")
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+TOKEN_ENV = "CHRONOMEM_TOKEN"
+
+
+def resolve_token(token: str | None, host: str, env: dict[str, str] | None = None) -> str | None:
+    """The bearer token to enforce: ``token`` or ``$CHRONOMEM_TOKEN``. Raises
+    :class:`UnsafeBindError` when ``host`` is not loopback and there is none."""
+    value = token if token is not None else (env if env is not None else os.environ).get(TOKEN_ENV)
+    if value is not None and not value.strip():
+        value = None
+    if value is None and not is_loopback(host):
+        raise UnsafeBindError(
+            f"binding {host} exposes the memory to the network; pass --token (or set {TOKEN_ENV}) "
+            "so that every request must carry 'Authorization: Bearer <token>'"
+        )
+    return value.strip() if value is not None else None
+
+
+def _mcp_allowed_hosts(host: str) -> list[str]:
+    hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+    if is_loopback(host):
+        return hosts
+    if host in ("0.0.0.0", "::", ""):
+        names = {socket.gethostname()}
+        with contextlib.suppress(OSError):
+            names |= {str(info[4][0]) for info in socket.getaddrinfo(socket.gethostname(), None)}
+        extra = sorted(names)
+    else:
+        extra = [host]
+    return hosts + [f"[{h}]:*" if ":" in h else f"{h}:*" for h in extra]
+
+
+def _mcp_app(mem: Memory, host: str) -> Any | None:
+    """The MCP streamable-HTTP app, or None when the mcp extra is missing."""
+    try:
+        module = importlib.import_module("chronomem.adapters.mcp.server")
+    except ImportError as exc:
+        log.info("no MCP endpoint: %s", exc)
+        return None
+    build = getattr(module, "build_http_app", None)
+    if build is None:
+        return None
+    return build(mem, allowed_hosts=_mcp_allowed_hosts(host))
+
+
+def build_app(mem: Memory, *, host: str = DEFAULT_HOST, token: str | None = None, mcp: bool = True) -> Any:
+    """The ASGI app ``chronomem serve`` runs. ``token`` must already be
+    resolved (see :func:`resolve_token`); a non-loopback ``host`` protects
+    every route with it."""
+    if token is None and not is_loopback(host):
+        raise UnsafeBindError(f"binding {host} needs a bearer token")
+    try:
+        from . import create_app
+    except ImportError as exc:
+        if exc.name and exc.name.split(".")[0] == "starlette":
+            raise MissingExtraError("starlette", "web") from None
+        raise
+    mounts: dict[str, Any] = {}
+    lifespans: list[Callable[[], AsyncContextManager[Any]]] = []
+    if mcp:
+        sub = _mcp_app(mem, host)
+        if sub is not None:
+            mounts["/mcp"] = sub
+            lifespans.append(sub.lifespan)
+    return create_app(mem, token=token, protect_all=not is_loopback(host), mounts=mounts, lifespans=lifespans)
+
+
+def bind(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> socket.socket:
+    """A listening socket on ``host:port`` (port 0: any free port). Raises
+    :class:`InvalidInputError` with one sentence when it cannot listen."""
+    if not 0 <= port <= 65535:
+        raise InvalidInputError(f"port must be between 0 and 65535, not {port}")
+    try:
+        family, kind, proto, _name, addr = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise InvalidInputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(addr)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise InvalidInputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def run_app(app: Any, sock: socket.socket, *, log_level: str = "warning") -> None:
+    """Serve an ASGI app with uvicorn on a bound socket until interrupted (Ctrl-C)."""
+    try:
+        import uvicorn
+    except ImportError:
+        raise MissingExtraError("uvicorn", "web") from None
+    host, port = sock.getsockname()[:2]
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on", server_header=False)
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()
+
+
+def serve(mem: Memory, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, token: str | None = None,
+          mcp: bool = True, log_level: str = "warning") -> None:
+    """Build the app for ``mem`` and run it until interrupted (Ctrl-C)."""
+    app = build_app(mem, host=host, token=resolve_token(token, host), mcp=mcp)
+    run_app(app, bind(host, port), log_level=log_level)

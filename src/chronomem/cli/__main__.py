@@ -1,5 +1,0 @@
-"""``python -m chronomem.cli``."""
-
-from . import main
-
-main(prog_name="chronomem")

@@ -1,0 +1,290 @@
+"""The write engine: where a new fact version goes on the valid-time axis.
+
+Pure logic over :class:`~chronomem.store.protocol.Row` objects, independent of the
+backend. One :class:`TxWork` lives for one write transaction: it loads the
+believed versions of each (subject, predicate) once, applies every write of the
+transaction in order, and at the end hands the store the versions to close and
+the versions to insert. A version created and replaced inside the same
+transaction is never written (it would have an empty system interval).
+
+Rules (``docs/concepts/time.md`` states them for users):
+
+* same (subject, predicate, object): a new interval contained in a believed one
+  is a no-op that returns the existing fact; one that overlaps or touches
+  believed intervals coalesces with them into one fact covering the union (a
+  new version of the oldest fact); a disjoint one is a separate fact.
+* single-valued (or ``supersede=True``): other values that started before the
+  new one are closed where it starts (``invalidated_by`` = the new fact);
+  a value that starts exactly where the new one starts is replaced; and the new
+  fact ends where the next later value begins (out-of-order arrival).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right, insort
+from typing import Callable, Iterable
+
+from ..store.protocol import ObjKey, Row
+from .time import MAX_US
+
+__all__ = ["TxWork", "GroupState"]
+
+
+def _vf(r: Row) -> int:
+    return r.vf
+
+
+class GroupState:
+    """Believed versions of one (subject, predicate), indexed by object,
+    each list sorted by ``valid_from``."""
+
+    __slots__ = ("by_obj",)
+
+    def __init__(self, rows: Iterable[Row]) -> None:
+        self.by_obj: dict[ObjKey, list[Row]] = {}
+        if not rows:
+            return
+        for r in rows:
+            self.by_obj.setdefault(r.okey, []).append(r)
+        for lst in self.by_obj.values():
+            lst.sort(key=_vf)
+
+    def add(self, r: Row) -> None:
+        key = (r.object_id, r.object_lit)
+        lst = self.by_obj.get(key)
+        if lst is None:
+            self.by_obj[key] = [r]
+        elif lst[-1].vf <= r.vf:
+            lst.append(r)  # arrivals in time order: the common case
+        else:
+            insort(lst, r, key=_vf)
+
+    def remove(self, r: Row) -> None:
+        lst = self.by_obj[r.okey]
+        # the list is sorted by valid_from: look where r's start sorts first
+        i = bisect_left(lst, r.vf, key=_vf)
+        while i < len(lst) and lst[i] is not r and lst[i].vf == r.vf:
+            i += 1
+        if i < len(lst) and lst[i] is r:
+            del lst[i]
+        else:  # pragma: no cover - r's start changed after it was added
+            for i, x in enumerate(lst):
+                if x is r:
+                    del lst[i]
+                    break
+        if not lst:
+            del self.by_obj[r.okey]
+
+    def rows(self) -> list[Row]:
+        return [r for lst in self.by_obj.values() for r in lst]
+
+
+class TxWork:
+    """Accumulates the effects of the writes of one transaction."""
+
+    def __init__(self, now: int, loader: Callable[[int, int], list[Row]]) -> None:
+        self.now = now
+        self._loader = loader
+        self.groups: dict[tuple[int, int], GroupState] = {}
+        self.closes: list[tuple[int, str, str | None]] = []
+        self.new_rows: dict[int, Row] = {}  # id(row) -> row, insertion ordered
+        self.closed_fact_ids: set[str] = set()
+        self.closed_rows: dict[int, Row] = {}
+        # extra evidence to record: (fact_id, source, episode_id)
+        self.sources: list[tuple[str, str | None, str | None]] = []
+        # fact ids folded into another fact by coalescing in this transaction
+        self.redirects: dict[str, str] = {}
+
+    def _cite(self, target: Row, source: str | None, episode_id: str | None) -> None:
+        if (source or episode_id) and (source, episode_id) != (target.source, target.episode_id):
+            self.sources.append((target.fact_id, source, episode_id))
+
+    # -- working set ------------------------------------------------------
+    def group(self, subject_id: int, predicate_id: int) -> GroupState:
+        key = (subject_id, predicate_id)
+        g = self.groups.get(key)
+        if g is None:
+            g = self.groups[key] = GroupState(self._loader(subject_id, predicate_id))
+        return g
+
+    def close(self, g: GroupState, r: Row, kind: str, by: str | None) -> None:
+        """Stop believing ``r`` (it leaves the working set)."""
+        g.remove(r)
+        if r.rowid is None:
+            self.new_rows.pop(id(r), None)
+        else:
+            self.closes.append((r.rowid, kind, by))
+            self.closed_rows[r.rowid] = r
+            self.closed_fact_ids.add(r.fact_id)
+
+    def insert(self, g: GroupState, r: Row) -> None:
+        r.rowid = None
+        r.sf = self.now
+        r.st = MAX_US
+        r.close_kind = None
+        r.closed_by = None
+        g.add(r)
+        self.new_rows[id(r)] = r
+
+    def successor(self, r: Row) -> Row:
+        """A fresh version row of the same fact, to be inserted."""
+        if r.rowid is None:
+            return r.copy()
+        return r.copy(version=r.version + 1)
+
+    # -- the placement rule ----------------------------------------------
+    def place(self, cand: Row, *, single: bool, keep: Row | None = None,
+              keep_kind: str = "corrected") -> tuple[Row, str]:
+        """Apply one write. ``cand`` carries the new fact's id and interval.
+
+        ``keep`` is the believed version being rewritten (a correction): it is
+        closed first, and the fact keeps its id. Returns the resulting version
+        and a status: ``"inserted"``, ``"existing"`` or ``"coalesced"``.
+        """
+        if keep is not None:
+            kg = self.group(keep.subject_id, keep.predicate_id)
+            if any(x is keep for x in kg.by_obj.get(keep.okey, ())):
+                self.close(kg, keep, keep_kind, None)
+        g = self.group(cand.subject_id, cand.predicate_id)
+        if not g.by_obj and keep is None:
+            # nothing believed for (subject, predicate): a plain insert (insert()
+            # also resets the system-time fields of a restored, copied version)
+            self.insert(g, cand)
+            return cand, "inserted"
+        okey = (cand.object_id, cand.object_lit)
+        if not single and keep is None and okey not in g.by_obj:
+            # a multi-valued predicate and a new object: nothing to merge with
+            self.insert(g, cand)
+            return cand, "inserted"
+        lo, hi, hi_prec = cand.vf, cand.vt, cand.vt_prec
+        others: list[Row] = []
+        if single:
+            others = [r for k, lst in g.by_obj.items() if k != okey for r in lst]
+            cut_by: str | None = None
+            for r in others:
+                if lo < r.vf < hi:
+                    hi, hi_prec, cut_by = r.vf, r.vf_prec, r.fact_id
+            if cut_by is not None:
+                cand.invalidated_by = cut_by
+        same = g.by_obj.get(okey) or []
+        if same and keep is None:
+            # the last believed interval starting at or before lo may contain it
+            j = bisect_right(same, lo, key=_vf) - 1
+            if j >= 0 and same[j].vt >= hi:
+                self._cite(same[j], cand.source, cand.episode_id)
+                return same[j], "existing"
+        touching: list[Row] = []
+        k = bisect_right(same, hi, key=_vf) - 1
+        while k >= 0 and same[k].vt >= lo:
+            touching.append(same[k])
+            k -= 1
+        if touching and keep is None:
+            survivor = min(touching, key=lambda r: r.fact_id).fact_id
+        else:
+            survivor = cand.fact_id
+        for r in others:
+            if r.vf < hi and lo < r.vt:
+                if r.vf < lo:
+                    self.truncate(r, lo, cand.vf_prec, survivor, kind="superseded")
+                else:
+                    self.close(g, r, "superseded", survivor)
+        cand.vt, cand.vt_prec = hi, hi_prec
+        if not touching:
+            self.insert(g, cand)
+            return cand, "inserted"
+        touching.reverse()
+        if keep is not None:
+            base = cand
+        else:
+            base = min(touching, key=lambda r: r.fact_id)
+        merged = self.successor(base) if base is not cand else cand
+        first = min(touching, key=_vf)
+        last = max(touching, key=lambda r: r.vt)
+        if first.vf < lo:
+            merged.vf, merged.vf_prec = first.vf, first.vf_prec
+        else:
+            merged.vf, merged.vf_prec = cand.vf, cand.vf_prec
+        if last.vt > hi:
+            merged.vt, merged.vt_prec = last.vt, last.vt_prec
+        else:
+            merged.vt, merged.vt_prec = cand.vt, cand.vt_prec
+        if last.vt > hi:
+            merged.invalidated_by = last.invalidated_by
+        elif base is not cand:
+            merged.invalidated_by = cand.invalidated_by
+        merged.confidence = max([cand.confidence] + [r.confidence for r in touching])
+        for r in touching:
+            self.close(g, r, "coalesced", merged.fact_id)
+            if r.fact_id != merged.fact_id:
+                self._cite(merged, r.source, r.episode_id)
+                self.redirects[r.fact_id] = merged.fact_id
+        if base is not cand:
+            self._cite(merged, cand.source, cand.episode_id)
+        self.insert(g, merged)
+        return merged, "coalesced"
+
+    def truncate(self, r: Row, end: int, end_prec: int, reason: str | None, kind: str = "invalidated") -> Row:
+        """Close ``r``'s valid interval at ``end`` (a new version)."""
+        g = self.group(r.subject_id, r.predicate_id)
+        nxt = self.successor(r)
+        self.close(g, r, kind, reason)
+        nxt.vt, nxt.vt_prec = end, end_prec
+        nxt.invalidated_by = reason
+        self.insert(g, nxt)
+        return nxt
+
+    def close_version(self, r: Row, kind: str, by: str | None) -> None:
+        """Stop believing one version (it leaves the working set)."""
+        self.close(self.group(r.subject_id, r.predicate_id), r, kind, by)
+
+    def retract(self, r: Row, reason: str | None) -> None:
+        g = self.group(r.subject_id, r.predicate_id)
+        self.close(g, r, "retracted", reason)
+
+    def find_believed(self, fact_id: str, subject_id: int, predicate_id: int) -> Row | None:
+        g = self.group(subject_id, predicate_id)
+        for lst in g.by_obj.values():
+            for r in lst:
+                if r.fact_id == fact_id:
+                    return r
+        return None
+
+    def final_id(self, fact_id: str) -> str:
+        """The id a fact ended up under after this transaction's coalescing."""
+        seen = 0
+        while fact_id in self.redirects and seen < 1000:
+            fact_id = self.redirects[fact_id]
+            seen += 1
+        return fact_id
+
+    def result_rows(self) -> list[Row]:
+        return list(self.new_rows.values())
+
+    def drop_noops(self) -> None:
+        """Forget a close + insert pair that leaves a fact exactly as it was
+        (e.g. a value restored and cut again at the same instant)."""
+        if not self.closes or not self.new_rows:
+            return
+        by_fact: dict[str, list[Row]] = {}
+        for r in self.closed_rows.values():
+            by_fact.setdefault(r.fact_id, []).append(r)
+        keep_closes = {rowid for rowid, _k, _b in self.closes}
+        for key, new in list(self.new_rows.items()):
+            for old in by_fact.get(new.fact_id, ()):
+                if old.rowid in keep_closes and _same_content(old, new):
+                    keep_closes.discard(old.rowid)
+                    del self.new_rows[key]
+                    g = self.groups.get((new.subject_id, new.predicate_id))
+                    if g is not None:
+                        g.remove(new)
+                        g.add(old)
+                    break
+        self.closes = [c for c in self.closes if c[0] in keep_closes]
+
+
+_CONTENT = ("subject_id", "predicate_id", "object_id", "object_lit", "vf", "vf_prec", "vt", "vt_prec",
+            "confidence", "source", "episode_id", "properties", "invalidated_by")
+
+
+def _same_content(a: Row, b: Row) -> bool:
+    return all(getattr(a, name) == getattr(b, name) for name in _CONTENT)

@@ -1,0 +1,251 @@
+"""Result types. All are frozen dataclasses with ``to_dict()`` (JSON-ready)."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+from dataclasses import dataclass, field
+from typing import Any, Literal, Mapping
+
+from .time import Precision, format_us, get_timezone, to_us
+
+__all__ = [
+    "Conflict",
+    "Diff",
+    "DiffChange",
+    "Entity",
+    "Event",
+    "Fact",
+    "Neighbor",
+    "Path",
+    "Predicate",
+    "Provenance",
+    "Stats",
+    "Volatility",
+]
+
+Cardinality = Literal["one", "many"]
+Direction = Literal["out", "in", "both"]
+Axis = Literal["valid", "system"]
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, _dt.datetime):
+        return value.isoformat().replace("+00:00", "Z")
+    if isinstance(value, Precision):
+        return value.label
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+class _Dictable:
+    def to_dict(self) -> dict[str, Any]:
+        out = _jsonable(self)
+        assert isinstance(out, dict)
+        return out
+
+
+def _render(dt: _dt.datetime | None, prec: Precision | None, tz: str = "UTC") -> str | None:
+    if dt is None or prec is None:
+        return None
+    return format_us(to_us(dt), prec, get_timezone(tz))
+
+
+@dataclass(frozen=True)
+class Fact(_Dictable):
+    """One system-time version of a reified statement ``subject -predicate-> object``.
+
+    ``valid_from is None`` means the start is unknown; ``valid_to is None``
+    means still true. ``system_to is None`` means the store still believes this
+    version. ``current`` is computed at read time: believed and valid now.
+    """
+
+    id: str
+    subject: str
+    predicate: str
+    object: Any
+    valid_from: _dt.datetime | None
+    valid_to: _dt.datetime | None
+    system_from: _dt.datetime
+    system_to: _dt.datetime | None
+    confidence: float = 1.0
+    source: str | None = None
+    episode_id: str | None = None
+    properties: Mapping[str, Any] = field(default_factory=dict)
+    invalidated_by: str | None = None
+    current: bool = False
+    literal: bool = False
+    valid_from_precision: Precision | None = None
+    valid_to_precision: Precision | None = None
+    version: int = 1
+    namespace: str = "default"
+    ended_reason: str | None = None
+    timezone: str = "UTC"
+
+    @property
+    def valid_from_text(self) -> str | None:
+        """``valid_from`` rendered at its precision in the memory's timezone,
+        e.g. ``"2024-03"``: as it was written."""
+        return _render(self.valid_from, self.valid_from_precision, self.timezone)
+
+    @property
+    def valid_to_text(self) -> str | None:
+        return _render(self.valid_to, self.valid_to_precision, self.timezone)
+
+    @property
+    def interval_text(self) -> str:
+        """``[2024-03, 2025)``; ``…`` for an unknown start or an open end."""
+        return f"[{self.valid_from_text or '…'}, {self.valid_to_text or '…'})"
+
+    def valid_at(self, when: _dt.datetime) -> bool:
+        """Whether the valid interval contains ``when`` (half-open)."""
+        if self.valid_from is not None and when < self.valid_from:
+            return False
+        return self.valid_to is None or when < self.valid_to
+
+    def line(self) -> str:
+        """One human/LLM-friendly line."""
+        obj = repr(self.object) if self.literal else str(self.object)
+        mark = " (current)" if self.current else ""
+        return f"{self.subject} -{self.predicate}-> {obj} {self.interval_text}{mark} [{self.id}]"
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        out["valid_from"] = self.valid_from_text
+        out["valid_to"] = self.valid_to_text
+        return out
+
+
+@dataclass(frozen=True)
+class Entity(_Dictable):
+    id: int
+    name: str
+    key: str
+    type: str | None = None
+    properties: Mapping[str, Any] = field(default_factory=dict)
+    aliases: tuple[str, ...] = ()
+    namespace: str = "default"
+    created_at: _dt.datetime | None = None
+
+
+@dataclass(frozen=True)
+class Predicate(_Dictable):
+    name: str
+    key: str
+    cardinality: Cardinality = "many"
+    inverse: str | None = None
+    aliases: tuple[str, ...] = ()
+    description: str | None = None
+    declared: bool = False
+
+
+@dataclass(frozen=True)
+class Provenance(_Dictable):
+    """One piece of evidence recorded for a fact."""
+
+    fact_id: str
+    source: str | None
+    episode_id: str | None
+    recorded_at: _dt.datetime
+
+
+EventKind = Literal["started", "ended", "recorded", "corrected", "retracted", "superseded", "coalesced", "merged",
+                    "restored", "erased"]
+
+
+@dataclass(frozen=True)
+class Event(_Dictable):
+    """A timeline event. ``at`` is on the valid axis for started/ended and on the
+    system axis for the rest (``axis`` says which)."""
+
+    at: _dt.datetime
+    kind: str
+    axis: Axis
+    fact_id: str
+    text: str
+    fact: Fact | None = None
+    precision: Precision | None = None
+
+
+@dataclass(frozen=True)
+class DiffChange(_Dictable):
+    subject: str
+    predicate: str
+    old: Fact
+    new: Fact
+
+
+@dataclass(frozen=True)
+class Diff(_Dictable):
+    t1: _dt.datetime
+    t2: _dt.datetime
+    axis: Axis
+    added: tuple[Fact, ...] = ()
+    removed: tuple[Fact, ...] = ()
+    changed: tuple[DiffChange, ...] = ()
+    unchanged: tuple[Fact, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not (self.added or self.removed or self.changed)
+
+
+@dataclass(frozen=True)
+class Conflict(_Dictable):
+    """Facts of one (subject, predicate) that are valid at the same time.
+
+    ``kind`` is ``"cardinality"`` for a single-valued predicate (an error to
+    fix) or ``"review"`` for an undeclared predicate with several values at
+    once (possibly fine: a review list).
+    """
+
+    subject: str
+    predicate: str
+    kind: Literal["cardinality", "review"]
+    facts: tuple[Fact, ...]
+    overlap_from: _dt.datetime | None
+    overlap_to: _dt.datetime | None
+
+
+@dataclass(frozen=True)
+class Volatility(_Dictable):
+    subject: str
+    predicate: str
+    changes: int
+    values: int
+    mean_duration_days: float | None
+
+
+@dataclass(frozen=True)
+class Neighbor(_Dictable):
+    entity: str
+    hops: int
+    via: tuple[Fact, ...]
+
+
+@dataclass(frozen=True)
+class Path(_Dictable):
+    entities: tuple[str, ...]
+    facts: tuple[Fact, ...]
+
+    @property
+    def hops(self) -> int:
+        return len(self.facts)
+
+
+@dataclass(frozen=True)
+class Stats(_Dictable):
+    namespace: str
+    entities: int
+    facts: int
+    current: int
+    ended: int
+    retracted: int
+    versions: int
+    predicates: int
+    namespaces: tuple[str, ...]

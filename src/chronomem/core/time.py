@@ -1,0 +1,366 @@
+"""Time values: parsing, precision, rendering and the store clock.
+
+Every instant is kept as an integer count of microseconds since the Unix epoch,
+UTC, together with a :class:`Precision` that says how it was written. A value
+always denotes the *start* of the period it names: ``"2026-03"`` is
+2026-03-01T00:00 with month precision. Dates are never compared as strings.
+
+Sentinels: an unknown start is ``MIN_US`` and an open end is ``MAX_US`` so that
+half-open interval tests are plain integer comparisons (and index friendly).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+import threading
+from dataclasses import dataclass
+from enum import IntEnum
+from functools import lru_cache
+from typing import Any, Callable, Protocol, Union
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from ..errors import InvalidInputError, InvalidTimeError
+
+__all__ = [
+    "MAX_US",
+    "MIN_US",
+    "Clock",
+    "FakeClock",
+    "Precision",
+    "SystemClock",
+    "TimeLike",
+    "TimePoint",
+    "format_us",
+    "from_us",
+    "get_timezone",
+    "parse_time",
+    "peek_clock",
+    "period_end",
+    "to_us",
+]
+
+UTC = _dt.timezone.utc
+EPOCH = _dt.datetime(1970, 1, 1, tzinfo=UTC)
+MIN_US = -(2**63)  # unknown start
+MAX_US = 2**63 - 1  # open end / still believed
+_ONE_US = _dt.timedelta(microseconds=1)
+
+
+class Precision(IntEnum):
+    """How precisely a time value was given."""
+
+    YEAR = 1
+    MONTH = 2
+    DAY = 3
+    HOUR = 4
+    MINUTE = 5
+    SECOND = 6
+    MICROSECOND = 7
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+    @classmethod
+    def from_label(cls, label: str) -> "Precision":
+        try:
+            return cls[label.upper()]
+        except KeyError:
+            raise InvalidInputError(
+                f"unknown precision {label!r}; expected one of "
+                + ", ".join(p.label for p in cls)
+            ) from None
+
+
+@dataclass(frozen=True, slots=True)
+class TimePoint:
+    """A UTC instant plus the precision it was written with.
+
+    ``str(tp)`` renders it back as written (in UTC): ``"2024-03"``.
+    Accepted anywhere a time value is.
+    """
+
+    us: int
+    precision: Precision
+
+    @property
+    def datetime(self) -> _dt.datetime:
+        return from_us(self.us)
+
+    def render(self, tz: _dt.tzinfo = UTC) -> str:
+        return format_us(self.us, self.precision, tz)
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+TimeLike = Union[_dt.datetime, _dt.date, str, TimePoint]
+
+_ISO = re.compile(
+    r"""^\s*(?P<y>\d{4})
+    (?:-(?P<mo>\d{2})
+      (?:-(?P<d>\d{2})
+        (?:[T\s](?P<h>\d{2})
+          (?::(?P<mi>\d{2})
+            (?::(?P<s>\d{2})(?:[.,](?P<f>\d{1,6}))?)?
+          )?
+          (?P<tz>Z|z|[+-]\d{2}(?::?\d{2})?)?
+        )?
+      )?
+    )?\s*$""",
+    re.VERBOSE,
+)
+
+
+def get_timezone(name: str | _dt.tzinfo | None) -> _dt.tzinfo:
+    """Resolve a timezone setting (``None`` or ``"UTC"`` -> UTC)."""
+    if name is None:
+        return UTC
+    if isinstance(name, _dt.tzinfo):
+        return name
+    if name.upper() in ("UTC", "Z"):
+        return UTC
+    m = re.fullmatch(r"([+-])(\d{2}):?(\d{2})", name)
+    if m:
+        delta = _dt.timedelta(hours=int(m.group(2)), minutes=int(m.group(3)))
+        return _dt.timezone(-delta if m.group(1) == "-" else delta)
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise InvalidInputError(f"unknown timezone {name!r}") from None
+
+
+def timezone_name(tz: _dt.tzinfo) -> str:
+    """A name :func:`get_timezone` reads back: IANA key, ``UTC`` or ``+HH:MM``."""
+    key = getattr(tz, "key", None)
+    if isinstance(key, str):
+        return key
+    off = tz.utcoffset(None)
+    if off is None or off == _dt.timedelta(0):
+        return "UTC"
+    total = int(off.total_seconds() // 60)
+    sign = "-" if total < 0 else "+"
+    return f"{sign}{abs(total) // 60:02d}:{abs(total) % 60:02d}"
+
+
+def to_us(dt: _dt.datetime) -> int:
+    """Aware datetime -> integer microseconds since the epoch (UTC)."""
+    return (dt - EPOCH) // _ONE_US
+
+
+def from_us(us: int) -> _dt.datetime:
+    """Integer microseconds since the epoch -> aware UTC datetime."""
+    return EPOCH + _dt.timedelta(microseconds=us)
+
+
+def _aware(dt: _dt.datetime, tz: _dt.tzinfo) -> _dt.datetime:
+    if dt.tzinfo is None or dt.tzinfo.utcoffset(dt) is None:
+        return dt.replace(tzinfo=tz)
+    return dt
+
+
+def _precision_of(dt: _dt.datetime) -> Precision:
+    if dt.microsecond:
+        return Precision.MICROSECOND
+    return Precision.SECOND
+
+
+def parse_time(value: object, field: str = "time", tz: _dt.tzinfo = UTC) -> TimePoint:
+    """Read one time value. Raises :class:`InvalidTimeError` naming ``field``.
+
+    Accepts aware or naive ``datetime`` (naive is read in ``tz``), ``date``,
+    :class:`TimePoint`, and ISO-8601 strings, including partial dates
+    (``"2024"``, ``"2024-03"``) and times with or without an offset.
+    """
+    if isinstance(value, TimePoint):
+        return value
+    if isinstance(value, _dt.datetime):
+        dt = _aware(value, tz)
+        try:
+            return TimePoint(to_us(dt), _precision_of(dt))
+        except OverflowError as exc:  # pragma: no cover - extreme datetimes
+            raise InvalidTimeError(value, field, str(exc)) from None
+    if isinstance(value, _dt.date):
+        dt = _dt.datetime(value.year, value.month, value.day, tzinfo=tz)
+        return TimePoint(to_us(dt), Precision.DAY)
+    if isinstance(value, str):
+        return _parse_str(value, field, tz)
+    raise InvalidTimeError(value, field, f"expected a date, datetime or ISO string, not {type(value).__name__}")
+
+
+_EPOCH_ORDINAL = _dt.date(1970, 1, 1).toordinal()
+_DAY_US = 86_400_000_000
+
+
+@lru_cache(maxsize=65536)
+def _parse_str(text: str, field: str, tz: _dt.tzinfo) -> TimePoint:
+    if len(text) == 10 and text[4] == "-" and text[7] == "-":
+        # fast path for the commonest shape, "YYYY-MM-DD" (a quarter of the
+        # general path's cost); anything it rejects takes the general path,
+        # which raises the usual error
+        try:
+            d = _dt.date.fromisoformat(text)
+        except ValueError:
+            pass
+        else:
+            if tz is UTC:
+                return TimePoint((d.toordinal() - _EPOCH_ORDINAL) * _DAY_US, Precision.DAY)
+            return TimePoint(to_us(_dt.datetime(d.year, d.month, d.day, tzinfo=tz)), Precision.DAY)
+    m = _ISO.match(text)
+    if m is None:
+        raise InvalidTimeError(text, field, "not an ISO-8601 date or datetime")
+    g = m.groupdict()
+    year = int(g["y"])
+    month = int(g["mo"] or 1)
+    day = int(g["d"] or 1)
+    hour = int(g["h"] or 0)
+    minute = int(g["mi"] or 0)
+    second = int(g["s"] or 0)
+    frac = g["f"]
+    micro = int(frac.ljust(6, "0")) if frac else 0
+    if g["f"]:
+        prec = Precision.MICROSECOND
+    elif g["s"]:
+        prec = Precision.SECOND
+    elif g["mi"]:
+        prec = Precision.MINUTE
+    elif g["h"]:
+        prec = Precision.HOUR
+    elif g["d"]:
+        prec = Precision.DAY
+    elif g["mo"]:
+        prec = Precision.MONTH
+    else:
+        prec = Precision.YEAR
+    zone: _dt.tzinfo = tz
+    off = g["tz"]
+    if off:
+        if off in ("Z", "z"):
+            zone = UTC
+        else:
+            sign = -1 if off[0] == "-" else 1
+            digits = off[1:].replace(":", "")
+            oh, om = int(digits[:2]), int(digits[2:4] or 0)
+            if oh > 23 or om > 59:
+                raise InvalidTimeError(text, field, "offset out of range")
+            zone = _dt.timezone(sign * _dt.timedelta(hours=oh, minutes=om))
+    if year < 1:
+        raise InvalidTimeError(text, field, "year out of range")
+    try:
+        dt = _dt.datetime(year, month, day, hour, minute, second, micro, tzinfo=zone)
+        return TimePoint(to_us(dt), prec)
+    except (ValueError, OverflowError) as exc:
+        raise InvalidTimeError(text, field, str(exc)) from None
+
+
+def format_us(us: int, precision: Precision | int, tz: _dt.tzinfo = UTC) -> str:
+    """Render an instant at its precision, in ``tz`` (``Z`` suffix for UTC)."""
+    prec = Precision(precision)
+    dt = from_us(us).astimezone(tz)
+    if prec == Precision.YEAR:
+        return f"{dt.year:04d}"
+    if prec == Precision.MONTH:
+        return f"{dt.year:04d}-{dt.month:02d}"
+    if prec == Precision.DAY:
+        return f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}"
+    base = f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}T{dt.hour:02d}"
+    if prec >= Precision.MINUTE:
+        base += f":{dt.minute:02d}"
+    if prec >= Precision.SECOND:
+        base += f":{dt.second:02d}"
+    if prec == Precision.MICROSECOND:
+        base += f".{dt.microsecond:06d}"
+    off = dt.utcoffset() or _dt.timedelta(0)
+    if off == _dt.timedelta(0):
+        return base + "Z"
+    total = int(off.total_seconds() // 60)
+    sign = "-" if total < 0 else "+"
+    total = abs(total)
+    return f"{base}{sign}{total // 60:02d}:{total % 60:02d}"
+
+
+def period_end(value: TimeLike, tz: _dt.tzinfo | str | None = None, field: str = "valid_to") -> TimePoint:
+    """The start of the period *after* the one ``value`` names.
+
+    For inclusive end bounds: a fact that held "from 2011 to 2011" held during
+    2011, so its half-open ``valid_to`` is ``period_end("2011")`` = 2012-01-01
+    (kept at year precision). Works for every precision.
+    """
+    zone = get_timezone(tz)
+    tp = parse_time(value, field, zone)
+    local = from_us(tp.us).astimezone(zone)
+    p = tp.precision
+    if p == Precision.YEAR:
+        nxt = local.replace(year=local.year + 1)
+    elif p == Precision.MONTH:
+        nxt = local.replace(year=local.year + local.month // 12, month=local.month % 12 + 1)
+    else:
+        step = {
+            Precision.DAY: _dt.timedelta(days=1),
+            Precision.HOUR: _dt.timedelta(hours=1),
+            Precision.MINUTE: _dt.timedelta(minutes=1),
+            Precision.SECOND: _dt.timedelta(seconds=1),
+            Precision.MICROSECOND: _ONE_US,
+        }[p]
+        if p == Precision.DAY:
+            naive = local.replace(tzinfo=None) + step
+            nxt = naive.replace(tzinfo=zone)
+        else:
+            nxt = local + step
+    return TimePoint(to_us(nxt), p)
+
+
+class Clock(Protocol):
+    """Where system time comes from: a callable returning an aware datetime."""
+
+    def __call__(self) -> _dt.datetime: ...
+
+
+def peek_clock(clock: Any) -> _dt.datetime:
+    """The clock's current time without advancing it (a clock with a
+    ``peek()`` method, like :class:`FakeClock`, is peeked, not called)."""
+    value = clock.peek() if hasattr(clock, "peek") else clock()
+    assert isinstance(value, _dt.datetime)
+    return value
+
+
+class SystemClock:
+    """The real wall clock (UTC)."""
+
+    def __call__(self) -> _dt.datetime:
+        return _dt.datetime.now(UTC)
+
+
+class FakeClock:
+    """A settable clock for tests and replays.
+
+    Each call returns the current value and then advances it by ``tick``
+    (default one second), so successive writes get distinct system times.
+    """
+
+    def __init__(self, start: TimeLike = "2025-01-01T00:00:00Z", tick: _dt.timedelta | float = 1.0) -> None:
+        self._now = parse_time(start, "start").us
+        self._tick = int((tick.total_seconds() if isinstance(tick, _dt.timedelta) else tick) * 1_000_000)
+        self._lock = threading.Lock()
+
+    def __call__(self) -> _dt.datetime:
+        with self._lock:
+            now = self._now
+            self._now += self._tick
+        return from_us(now)
+
+    def peek(self) -> _dt.datetime:
+        return from_us(self._now)
+
+    def set(self, value: TimeLike) -> None:
+        with self._lock:
+            self._now = parse_time(value, "value").us
+
+    def advance(self, seconds: float = 0, **delta: float) -> None:
+        step = _dt.timedelta(seconds=seconds, **delta)
+        with self._lock:
+            self._now += step // _ONE_US
+
+
+ClockFn = Callable[[], _dt.datetime]

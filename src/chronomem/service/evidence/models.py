@@ -1,0 +1,243 @@
+"""Result types of the evidence memory, frozen dataclasses with ``to_dict()``,
+and the search configuration with its named presets."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Literal, Mapping
+
+from ...core.models import Fact, _Dictable
+from ...core.time import Precision
+from ...errors import InvalidInputError
+
+__all__ = [
+    "Episode", "FactNote", "Hit", "Recall", "RecallItem", "ScoreParts", "SearchConfig", "TimeSpan", "View",
+    "MAX_EPISODE_CHARS",
+]
+
+View = Literal["as_world", "as_recorded", "raw"]
+VIEWS: tuple[str, ...] = ("as_world", "as_recorded", "raw")
+
+#: The longest episode text accepted (characters). Longer evidence should be
+#: split into several episodes (one per turn, paragraph or section).
+MAX_EPISODE_CHARS = 100_000
+
+
+@dataclass(frozen=True)
+class TimeSpan(_Dictable):
+    """A time expression of an episode, resolved to ``[start, end)``."""
+
+    phrase: str
+    start: _dt.datetime
+    end: _dt.datetime
+    precision: Precision
+
+
+@dataclass(frozen=True)
+class Episode(_Dictable):
+    """A piece of evidence: a conversation turn, note or decision, verbatim.
+
+    ``occurred_at``: when it was said or happened (valid time, may be None);
+    ``recorded_at``: when the memory stored it (system time). ``mentions``:
+    the time expressions in the text, resolved against ``occurred_at``.
+    ``fact_ids``: the facts that cite it. An erased episode (a tombstone)
+    keeps only its id, namespace, times and supersession link (``erased_at``
+    set, ``text`` empty; ``docs/evidence.md``, "Erasure").
+    """
+
+    id: str
+    text: str
+    occurred_at: _dt.datetime | None
+    recorded_at: _dt.datetime
+    source: str | None = None
+    session: str | None = None
+    speaker: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    mentions: tuple[TimeSpan, ...] = ()
+    fact_ids: tuple[str, ...] = ()
+    superseded_by: str | None = None
+    superseded_at: _dt.datetime | None = None
+    erased_at: _dt.datetime | None = None
+    namespace: str = "default"
+
+
+@dataclass(frozen=True)
+class FactNote(_Dictable):
+    """A fact an episode supports. When the fact has ended, ``superseded_by``
+    is the fact that replaced it (if one did) and ``ended_at`` when."""
+
+    fact: Fact
+    current: bool
+    ended_at: _dt.datetime | None = None
+    superseded_by: Fact | None = None
+
+    def line(self) -> str:
+        if self.current or self.ended_at is None:
+            return self.fact.line()
+        when = self.fact.valid_to_text or "?"
+        if self.superseded_by is not None:
+            return f"{self.fact.line()} -- HISTORY: ended {when}, superseded by {self.superseded_by.line()}"
+        return f"{self.fact.line()} -- HISTORY: ended {when}"
+
+
+@dataclass(frozen=True)
+class ScoreParts(_Dictable):
+    """Why a hit ranks where it does. Ranks are 1-based (None: not in that list).
+    ``time``: the time terms' bonus; ``session``: what session propagation
+    added (``fused`` includes both)."""
+
+    fused: float
+    bm25: float | None = None
+    bm25_rank: int | None = None
+    dense: float | None = None
+    dense_rank: int | None = None
+    time: float = 0.0
+    session: float = 0.0
+
+
+@dataclass(frozen=True)
+class Hit(_Dictable):
+    """One search result: the episode, its score parts and the facts it
+    supports (each flagged current or history)."""
+
+    episode: Episode
+    score: float
+    parts: ScoreParts
+    facts: tuple[FactNote, ...] = ()
+
+    @property
+    def is_history(self) -> bool:
+        """True when the episode supports facts and every one of them has ended."""
+        return bool(self.facts) and not any(n.current for n in self.facts)
+
+
+@dataclass(frozen=True)
+class RecallItem(_Dictable):
+    """One packed item: a fact or an episode, with its citation id."""
+
+    kind: Literal["fact", "episode"]
+    cite: str
+    text: str
+    tokens: int
+
+
+@dataclass(frozen=True)
+class Recall(_Dictable):
+    """What :meth:`~chronomem.Memory.recall` found, packed for a prompt."""
+
+    question: str
+    at: _dt.datetime
+    text: str
+    items: tuple[RecallItem, ...]
+    entities: tuple[str, ...]
+    candidates: tuple[str, ...]
+    facts: tuple[Fact, ...]
+    hits: tuple[Hit, ...]
+    tokens: int
+    budget_tokens: int
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """Every weight of the hybrid search. Use a preset (``SearchConfig.preset(name)``)
+    or ``dataclasses.replace`` one.
+
+    * ``fusion``: how the two lists combine. ``"relative"`` (default):
+      relative-score fusion, each list's scores (BM25, cosine) min-max
+      normalised over its ``pool`` candidates, so an item scores
+      ``fusion_scale * (lexical_weight * lex + dense_weight * dense)``; it
+      keeps how far a list's leader is ahead, which keeps the top hit as
+      precise as the lexical list's. ``"rrf"``: weighted reciprocal-rank
+      fusion, ``weight / (rrf_k + rank)`` per list (the ``rrf`` preset).
+    * ``lexical_weight`` / ``dense_weight``: weights of the two lists (0
+      switches a list off); ``rrf_k``: RRF's constant; ``fusion_scale``: puts
+      relative fusion's ``[0, 1]`` scores on the scale of the additive terms
+      below (tuned together with them).
+    * ``bm25_weights``: FTS5 column weights (text, speaker, context, neighbours).
+    * ``lexical_df_cap``: on large stores, query terms found in more than this
+      many episodes are left out of the BM25 query (the rarest term always
+      stays); 0 keeps every term.
+    * ``lexical_postings_budget``: then, rarest first, only the terms whose
+      summed episode counts fit in this budget stay (the rarest always does).
+      BM25 scores every episode that holds a query term, so this bounds its
+      cost whatever the store's size; the terms it drops are the question's
+      most common, which weigh least in BM25. 0 switches it off.
+    * ``ann_threshold``: from this many vectors on, dense search uses the HNSW
+      cache (with the optional ``hnswlib``) instead of the exact product.
+    * ``dense_context``: weight of the neighbouring turns (same session) mixed
+      into each stored vector at search time (0: the turn alone).
+    * ``pool``: candidates taken from each list before fusion.
+    * ``time_weight`` / ``time_half_life_days``: the time-proximity term, added
+      to the fused score as ``time_weight * 0.5 ** (|occurred - at| / half_life)``.
+    * ``mention_weight``: added when the question names a time (e.g. "in May
+      2023") and the episode happened then or mentions a time that overlaps it.
+    * ``when_weight``: added, for questions that ask for a time ("when ...",
+      "what year ...", "how long ago ..."), to episodes whose text mentions one.
+    * ``speaker_weight``: added to episodes said by a speaker the question names.
+    * ``session_weight`` / ``session_top``: session-level score propagation.
+      After the terms above, every candidate gains ``session_weight`` times
+      the sum of the ``session_top`` best scores among the candidates of its
+      session (itself included; episodes without a session gain nothing), so
+      a turn of the conversation that matches the question as a whole
+      outranks an equally good turn of one that does not. The order inside a
+      session never changes. 0 switches it off.
+    """
+
+    fusion: Literal["relative", "rrf"] = "relative"
+    lexical_weight: float = 1.0
+    dense_weight: float = 0.4
+    rrf_k: float = 10.0
+    fusion_scale: float = 0.06
+    bm25_weights: tuple[float, float, float, float] = (1.0, 1.0, 0.6, 0.4)
+    pool: int = 100
+    dense_context: float = 0.3
+    ann_threshold: int = 50_000
+    lexical_df_cap: int = 50_000
+    lexical_postings_budget: int = 20_000
+    time_weight: float = 0.0
+    time_half_life_days: float = 30.0
+    mention_weight: float = 0.05
+    when_weight: float = 0.04
+    speaker_weight: float = 0.0
+    session_weight: float = 0.8
+    session_top: int = 1
+
+    PRESETS = ("hybrid", "lexical", "dense", "recent", "rrf")
+
+    def __post_init__(self) -> None:
+        if self.fusion not in ("relative", "rrf"):
+            raise InvalidInputError(f"fusion must be 'relative' or 'rrf', not {self.fusion!r}")
+        if not self.fusion_scale > 0:
+            raise InvalidInputError(f"fusion_scale must be positive, not {self.fusion_scale!r}")
+        if self.lexical_weight < 0 or self.dense_weight < 0:
+            raise InvalidInputError("lexical_weight and dense_weight must be non-negative")
+        if self.lexical_df_cap < 0 or self.lexical_postings_budget < 0:
+            raise InvalidInputError("lexical_df_cap and lexical_postings_budget must be non-negative (0: off)")
+        if self.session_weight < 0:
+            raise InvalidInputError(f"session_weight must be non-negative, not {self.session_weight!r}")
+        if isinstance(self.session_top, bool) or not isinstance(self.session_top, int) or self.session_top < 1:
+            raise InvalidInputError(f"session_top must be a positive integer, not {self.session_top!r}")
+
+    @classmethod
+    def preset(cls, name: str) -> "SearchConfig":
+        """``hybrid`` (default), ``lexical`` (BM25 only), ``dense`` (vectors
+        only), ``recent`` (hybrid plus a strong time-proximity term) or
+        ``rrf`` (hybrid with reciprocal-rank fusion, the earlier default)."""
+        base = cls()
+        if name == "hybrid":
+            return base
+        if name == "lexical":
+            return replace(base, dense_weight=0.0)
+        if name == "dense":
+            return replace(base, lexical_weight=0.0)
+        if name == "recent":
+            # 0.0055 is as strong against relative fusion's top score (0.084)
+            # as 0.01 was against RRF's (0.155)
+            return replace(base, time_weight=0.0055, time_half_life_days=14.0)
+        if name == "rrf":
+            return replace(base, fusion="rrf", dense_weight=0.7)
+        raise InvalidInputError(f"unknown search preset {name!r}; expected one of {', '.join(cls.PRESETS)}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -1,0 +1,151 @@
+"""``recall``: the one call an agent makes. Facts about the entities the
+question names (valid at ``at``), then evidence from the hybrid search in the
+``as_world`` view, packed into a token budget with citation ids."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import re
+from typing import TYPE_CHECKING, cast
+
+from ...core.models import Fact
+from ...core.names import normalize_key
+from ...errors import InvalidInputError
+from .lexical import STOPWORDS
+from .models import Hit, Recall, RecallItem
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...memory import Memory
+    from ...store.protocol import EpisodeStore
+
+__all__ = ["estimate_tokens", "recall"]
+
+_WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*", re.UNICODE)
+_MAX_NGRAM = 4
+_FACTS_PER_ENTITY = 40
+
+
+def estimate_tokens(text: str) -> int:
+    """A cheap token estimate (about four characters per token)."""
+    return max(1, math.ceil(len(text) / 4))
+
+
+def _ngrams(words: list[str]) -> list[str]:
+    out: list[str] = []
+    for n in range(min(_MAX_NGRAM, len(words)), 0, -1):
+        for i in range(len(words) - n + 1):
+            out.append(" ".join(words[i:i + n]))
+    return out
+
+
+def _find_entities(mem: "Memory", question: str) -> tuple[list[str], list[str]]:
+    """Entities named in the question (exact name or alias, longest first) and
+    fuzzy candidates (names sharing the first four letters of a capitalised
+    word the exact match did not explain), never picked."""
+    words = [re.sub(r"['’]s$", "", w) for w in _WORD.findall(question)]
+    names: list[str] = []
+    covered: set[int] = set()
+    for gram in _ngrams(words):
+        try:
+            key = normalize_key(gram, "name")
+        except InvalidInputError:
+            continue
+        eid = mem.store.entity_id(mem._ns, key)
+        if eid is None or eid in covered:
+            continue
+        rec = mem.store.entity(eid)
+        if rec is not None:
+            covered.add(eid)
+            names.append(rec.name)
+    candidates: list[str] = []
+    lowered = {n.casefold() for n in names}
+    for w in words:
+        if (len(w) < 4 or not w[0].isupper() or w.casefold() in STOPWORDS
+                or any(w.casefold() in n for n in lowered)):
+            continue
+        try:
+            key = normalize_key(w, "name")
+        except InvalidInputError:
+            continue
+        if mem.store.capabilities.entity_prefix_search:
+            found = list(cast("EpisodeStore", mem.store).entity_names_with_prefix(mem._ns, key[:4], 5))
+        else:  # a backend without the prefix primitive: substring scan
+            found = [rec.name for rec in mem.store.entities_by_key_substring(mem._ns, key[:4], 5)]
+        for name in found:
+            if name not in names and name not in candidates:
+                candidates.append(name)
+    return names, candidates
+
+
+def _episode_line(hit: Hit) -> str:
+    ep = hit.episode
+    when = ep.occurred_at.date().isoformat() if ep.occurred_at else ep.recorded_at.date().isoformat()
+    who = f"{ep.speaker}: " if ep.speaker else ""
+    line = f"[{when}] {who}{ep.text}"
+    if ep.mentions:
+        line += " (" + "; ".join(
+            f"{m.phrase} = {m.start.date().isoformat()}" + (
+                f"..{(m.end - _dt.timedelta(microseconds=1)).date().isoformat()}"
+                if (m.end - m.start) > _dt.timedelta(days=1) else "")
+            for m in ep.mentions) + ")"
+    history = [n.line() for n in hit.facts if not n.current]
+    if history:
+        line += " {history: " + "; ".join(history) + "}"
+    return line
+
+
+def recall(mem: "Memory", question: str, *, at: object = None, budget_tokens: int = 1500, k: int = 10) -> Recall:
+    """See :meth:`chronomem.Memory.recall`."""
+    if not isinstance(question, str) or not question.strip():
+        raise InvalidInputError("recall question must be a non-empty string")
+    if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int) or budget_tokens < 1:
+        raise InvalidInputError(f"budget_tokens must be a positive integer, not {budget_tokens!r}")
+    when = mem.parse_time(at, "at").datetime if at is not None else mem.now()  # type: ignore[arg-type]
+    names, candidates = _find_entities(mem, question)
+    facts: list[Fact] = []
+    seen_facts: set[str] = set()
+    for name in names:
+        for f in mem.facts(name, as_of=when, direction="both", limit=_FACTS_PER_ENTITY):
+            if f.id not in seen_facts:
+                seen_facts.add(f.id)
+                facts.append(f)
+    # at=None searches as of now without settling a past system time
+    hits = mem.search(question, k=k, view="as_world", at=when if at is not None else None)
+    items: list[RecallItem] = []
+    used = 0
+    header = "Facts (valid at " + when.date().isoformat() + "):"
+    lines: list[str] = []
+    fact_lines = []
+    for f in facts:
+        text = f.line()
+        cost = estimate_tokens(text)
+        if used + cost > budget_tokens:
+            break
+        used += cost
+        items.append(RecallItem("fact", f.id, text, cost))
+        fact_lines.append(f"- {text}")
+    if fact_lines:
+        lines += [header, *fact_lines]
+    ep_lines = []
+    seen_eps: set[str] = set()
+    for hit in hits:
+        if hit.episode.id in seen_eps:
+            continue
+        seen_eps.add(hit.episode.id)
+        text = _episode_line(hit)
+        cost = estimate_tokens(text)
+        if used + cost > budget_tokens:
+            continue  # a shorter one further down may still fit
+        used += cost
+        items.append(RecallItem("episode", hit.episode.id, text, cost))
+        ep_lines.append(f"- {text} [{hit.episode.id}]")
+    if ep_lines:
+        lines += ["Evidence:", *ep_lines]
+    if candidates:
+        lines.append("Possibly meant (not used): " + ", ".join(candidates))
+    return Recall(
+        question=question, at=when, text="\n".join(lines), items=tuple(items), entities=tuple(names),
+        candidates=tuple(candidates), facts=tuple(f for f in facts if f.id in {i.cite for i in items}),
+        hits=tuple(hits), tokens=used, budget_tokens=budget_tokens,
+    )

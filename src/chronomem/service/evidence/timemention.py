@@ -1,0 +1,370 @@
+"""Time mentions: find time expressions in text and resolve them to intervals.
+
+A small pattern layer finds candidate phrases ("yesterday", "last Tuesday",
+"2 weeks ago", "in March", "7 May 2023", "10月12日", "上周二", "下午3点",
+"Q3 2024" ...); each phrase is resolved against the episode's ``occurred_at``
+either by a rule of our own (quarters, weekends, seasons, "N units ago",
+Chinese relative days, weeks, months and clock hours, day-of-month
+ordinals) or by ``dateparser``'s :class:`DateDataParser` (always with
+explicit ``languages`` and ``RELATIVE_BASE``), whose period (day, week, month,
+year, quarter) becomes a half-open interval ``[start, end)``.
+
+Only the matched phrases reach dateparser, never whole texts, which keeps
+ingest fast and avoids its false positives on ordinary words.
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime as _dt
+import importlib
+import logging
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from ...core.time import Precision
+
+__all__ = ["TimeMention", "resolve_mentions"]
+
+log = logging.getLogger("chronomem.evidence.timemention")
+
+
+@dataclass(frozen=True)
+class TimeMention:
+    """A phrase and the interval ``[start, end)`` it names (aware datetimes)."""
+
+    phrase: str
+    start: _dt.datetime
+    end: _dt.datetime
+    precision: Precision
+
+
+# -- interval helpers ----------------------------------------------------------
+def _day(d: _dt.date, tz: _dt.tzinfo) -> tuple[_dt.datetime, _dt.datetime, Precision]:
+    s = _dt.datetime(d.year, d.month, d.day, tzinfo=tz)
+    return s, s + _dt.timedelta(days=1), Precision.DAY
+
+
+def _days(d: _dt.date, n: int, tz: _dt.tzinfo) -> tuple[_dt.datetime, _dt.datetime, Precision]:
+    s = _dt.datetime(d.year, d.month, d.day, tzinfo=tz)
+    return s, s + _dt.timedelta(days=n), Precision.DAY
+
+
+def _week(d: _dt.date, tz: _dt.tzinfo) -> tuple[_dt.datetime, _dt.datetime, Precision]:
+    return _days(d - _dt.timedelta(days=d.weekday()), 7, tz)
+
+
+def _month(year: int, month: int, tz: _dt.tzinfo, n: int = 1) -> tuple[_dt.datetime, _dt.datetime, Precision]:
+    while month < 1:
+        month += 12
+        year -= 1
+    while month > 12:
+        month -= 12
+        year += 1
+    s = _dt.datetime(year, month, 1, tzinfo=tz)
+    em, ey = month + n, year
+    while em > 12:
+        em -= 12
+        ey += 1
+    return s, _dt.datetime(ey, em, 1, tzinfo=tz), Precision.MONTH
+
+
+def _year(year: int, tz: _dt.tzinfo) -> tuple[_dt.datetime, _dt.datetime, Precision]:
+    return _dt.datetime(year, 1, 1, tzinfo=tz), _dt.datetime(year + 1, 1, 1, tzinfo=tz), Precision.YEAR
+
+
+def _add_months(d: _dt.date, n: int) -> _dt.date:
+    m = d.month - 1 + n
+    y = d.year + m // 12
+    m = m % 12 + 1
+    return _dt.date(y, m, min(d.day, calendar.monthrange(y, m)[1]))
+
+
+Interval = tuple[_dt.datetime, _dt.datetime, Precision]
+
+_NUM_WORDS = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a few": 3, "few": 3, "a couple of": 2, "a couple": 2,
+    "couple of": 2, "several": 3,
+}
+_ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+_ZH_WEEKDAY = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
+_SEASONS = {"spring": 3, "summer": 6, "fall": 9, "autumn": 9, "winter": 12}
+_QUARTER_WORDS = {"first": 1, "second": 2, "third": 3, "fourth": 4}
+
+
+def _zh_number(text: str) -> int:
+    if text.isdigit():
+        return int(text)
+    if text == "十":
+        return 10
+    if "十" in text:
+        tens, _, ones = text.partition("十")
+        return (_ZH_DIGITS.get(tens, 1) if tens else 1) * 10 + (_ZH_DIGITS.get(ones, 0) if ones else 0)
+    return _ZH_DIGITS.get(text, 0)
+
+
+# -- rules -------------------------------------------------------------------
+_MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
+          r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")
+_WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+_NUM = (r"(?:\d{1,3}|a few|a couple of|a couple|couple of|several|an?|"
+        r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)")
+_ZH_NUM = r"(?:\d{1,4}|[零一二两三四五六七八九十]{1,3})"
+
+
+def _rule_quarter(m: re.Match[str], base: _dt.datetime) -> Interval | None:
+    q = m.group("q") or m.group("qw")
+    quarter = int(q) if q and q.isdigit() else _QUARTER_WORDS.get((q or "").lower(), 4)
+    year = int(m.group("qy")) if m.group("qy") else base.year
+    return _month(year, 3 * (quarter - 1) + 1, base.tzinfo or _dt.timezone.utc, 3)
+
+
+def _rule_weekend(m: re.Match[str], base: _dt.datetime) -> Interval | None:
+    tz = base.tzinfo or _dt.timezone.utc
+    d = base.date()
+    which = m.group("rel").lower()
+    saturday = d + _dt.timedelta(days=(5 - d.weekday()))  # this week's Saturday
+    if which in ("last", "past"):
+        if saturday >= d - _dt.timedelta(days=1):  # not yet over (or still on): the one before
+            saturday -= _dt.timedelta(days=7)
+    elif which in ("next", "coming"):
+        if saturday <= d:
+            saturday += _dt.timedelta(days=7)
+    return _days(saturday, 2, tz)
+
+
+def _rule_relative_period(m: re.Match[str], base: _dt.datetime) -> Interval | None:
+    tz = base.tzinfo or _dt.timezone.utc
+    rel = m.group("rel").lower()
+    unit = m.group("unit").lower()
+    step = -1 if rel in ("last", "past", "previous") else 1 if rel in ("next", "coming") else 0
+    d = base.date()
+    if unit == "week":
+        return _week(d + _dt.timedelta(days=7 * step), tz)
+    if unit == "month":
+        return _month(d.year, d.month + step, tz)
+    if unit == "year":
+        return _year(d.year + step, tz)
+    if unit in _SEASONS:
+        start_month = _SEASONS[unit]
+        year = d.year
+        this_start = _dt.date(year, start_month, 1) if start_month != 12 else _dt.date(year - 1, 12, 1)
+        if step < 0 and this_start >= _dt.date(d.year, d.month, 1):
+            year -= 1
+        elif step > 0 and this_start <= d:
+            year += 1
+        if start_month == 12:
+            return _month(year - 1 if year == d.year and step <= 0 and d.month < 12 else year, 12, tz, 3)
+        return _month(year, start_month, tz, 3)
+    return None
+
+
+def _rule_ago(m: re.Match[str], base: _dt.datetime) -> Interval | None:
+    tz = base.tzinfo or _dt.timezone.utc
+    raw = m.group("n").lower()
+    n = int(raw) if raw.isdigit() else _NUM_WORDS.get(raw, 1)
+    unit = m.group("unit").lower().rstrip("s")
+    d = base.date()
+    sign = 1 if m.group("dir") and m.group("dir").lower() in ("in",) else -1
+    if unit == "day":
+        return _day(d + _dt.timedelta(days=sign * n), tz)
+    if unit == "week":
+        return _week(d + _dt.timedelta(days=sign * 7 * n), tz)
+    if unit == "month":
+        t = _add_months(d, sign * n)
+        return _month(t.year, t.month, tz)
+    if unit == "year":
+        return _year(d.year + sign * n, tz)
+    return None
+
+
+def _rule_ordinal_day(m: re.Match[str], base: _dt.datetime) -> Interval | None:
+    tz = base.tzinfo or _dt.timezone.utc
+    day = int(m.group("day"))
+    if not 1 <= day <= 31:
+        return None
+    d = base.date()
+    options = []
+    for delta in (-1, 0, 1):
+        t = _add_months(_dt.date(d.year, d.month, 1), delta)
+        if day <= calendar.monthrange(t.year, t.month)[1]:
+            options.append(_dt.date(t.year, t.month, day))
+    best = min(options, key=lambda x: (abs((x - d).days), x < d))
+    return _day(best, tz)
+
+
+def _rule_zh_date(m: re.Match[str], base: _dt.datetime) -> Interval | None:
+    tz = base.tzinfo or _dt.timezone.utc
+    year = int(m.group("y")) if m.group("y") else None
+    month = _zh_number(m.group("mo")) if m.group("mo") else None
+    day = _zh_number(m.group("d")) if m.group("d") else None
+    try:
+        if month is None:
+            return _year(year, tz) if year else None
+        if day is None:
+            return _month(year or base.year, month, tz)
+        if year is None:
+            cand = _dt.date(base.year, month, day)
+            # a bare month-day names the closest such date
+            prev = _dt.date(base.year - 1, month, day)
+            nxt = _dt.date(base.year + 1, month, day)
+            cand = min((prev, cand, nxt), key=lambda x: abs((x - base.date()).days))
+            return _day(cand, tz)
+        return _day(_dt.date(year, month, day), tz)
+    except ValueError:
+        return None
+
+
+def _rule_zh_relative(m: re.Match[str], base: _dt.datetime) -> Interval | None:
+    tz = base.tzinfo or _dt.timezone.utc
+    d = base.date()
+    word = m.group(0)
+    days = {"前天": -2, "昨天": -1, "昨晚": -1, "今天": 0, "今晚": 0, "明天": 1, "后天": 2}
+    if word in days:
+        return _day(d + _dt.timedelta(days=days[word]), tz)
+    years = {"前年": -2, "去年": -1, "今年": 0, "明年": 1}
+    if word in years:
+        return _year(d.year + years[word], tz)
+    rel = m.group("zrel")
+    if rel is not None:
+        step = {"上": -1, "下": 1, "本": 0, "这": 0}[rel[0]]
+        if m.group("zunit") in ("周", "星期", "礼拜"):
+            monday = d - _dt.timedelta(days=d.weekday()) + _dt.timedelta(days=7 * step)
+            wd = m.group("zwd")
+            if wd:
+                return _day(monday + _dt.timedelta(days=_ZH_WEEKDAY[wd]), tz)
+            return _days(monday, 7, tz)
+        return _month(d.year, d.month + step, tz)
+    return None
+
+
+def _rule_zh_ago(m: re.Match[str], base: _dt.datetime) -> Interval | None:
+    tz = base.tzinfo or _dt.timezone.utc
+    n = _zh_number(m.group("zn"))
+    unit = m.group("zu")
+    sign = -1 if m.group("zdir") == "前" else 1
+    d = base.date()
+    if unit == "天":
+        return _day(d + _dt.timedelta(days=sign * n), tz)
+    if unit in ("周", "星期", "个星期"):
+        return _week(d + _dt.timedelta(days=sign * 7 * n), tz)
+    if unit == "个月":
+        t = _add_months(d, sign * n)
+        return _month(t.year, t.month, tz)
+    return _year(d.year + sign * n, tz)
+
+
+def _rule_zh_clock(m: re.Match[str], base: _dt.datetime) -> Interval | None:
+    tz = base.tzinfo or _dt.timezone.utc
+    hour = _zh_number(m.group("h"))
+    if m.group("part") in ("下午", "晚上") and hour < 12:
+        hour += 12
+    if hour > 23:
+        return None
+    minute = 30 if m.group("half") else 0
+    d = base.date()
+    if m.group("day"):
+        d += _dt.timedelta(days={"昨天": -1, "今天": 0, "明天": 1}[m.group("day")])
+    s = _dt.datetime(d.year, d.month, d.day, hour, minute, tzinfo=tz)
+    return s, s + _dt.timedelta(hours=1), Precision.HOUR
+
+
+Rule = Callable[[re.Match[str], _dt.datetime], "Interval | None"]
+
+# (pattern, rule or None for dateparser, language for dateparser)
+_PATTERNS: list[tuple[re.Pattern[str], Rule | None, str]] = [
+    (re.compile(r"\b(?:(?P<qw>first|second|third|fourth|last)\s+quarter|q(?P<q>[1-4]))(?:\s+(?:of\s+)?(?P<qy>(?:19|20)\d{2}))?\b",
+                re.I), _rule_quarter, "en"),
+    (re.compile(r"\b(?P<rel>last|next|this|past|coming)\s+weekend\b", re.I), _rule_weekend, "en"),
+    (re.compile(r"\b(?P<rel>last|next|this|past|previous|coming)\s+(?P<unit>week|month|year|spring|summer|fall|autumn|winter)\b",
+                re.I), _rule_relative_period, "en"),
+    (re.compile(rf"\b(?:(?P<dir>in)\s+)?(?P<n>{_NUM})\s+(?P<unit>day|week|month|year)s?(?(dir)|\s+ago)\b", re.I),
+     _rule_ago, "en"),
+    (re.compile(r"\b(?:yesterday|today|tonight|tomorrow|last\s+night|this\s+(?:morning|afternoon|evening))\b", re.I),
+     None, "en"),
+    (re.compile(rf"\b(?:last|next|this|on|past)\s+{_WEEKDAY}\b", re.I), None, "en"),
+    (re.compile(r"\b(?:19|20)\d{2}-\d{2}-\d{2}\b"), None, "en"),
+    (re.compile(r"\b\d{1,2}/\d{1,2}/(?:19|20)?\d{2}\b"), None, "en"),
+    (re.compile(rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b,?(?:\s+(?:19|20)\d{{2}})?", re.I), None, "en"),
+    (re.compile(rf"\b{_MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b(?:,?\s+(?:19|20)\d{{2}})?", re.I), None, "en"),
+    (re.compile(rf"\b{_MONTH},?\s+(?:19|20)\d{{2}}\b", re.I), None, "en"),
+    (re.compile(rf"\b(?:in|since|during|until|by|early|late|mid|of)\s+{_MONTH}\b", re.I), None, "en"),
+    (re.compile(r"\b(?:in|since|during|until|by|of|from)\s+(?:19|20)\d{2}\b", re.I), None, "en"),
+    (re.compile(r"\bthe\s+(?P<day>\d{1,2})(?:st|nd|rd|th)\b", re.I), _rule_ordinal_day, "en"),
+    # Chinese
+    (re.compile(rf"(?P<day>昨天|今天|明天)?(?P<part>上午|下午|早上|晚上|中午)(?P<h>{_ZH_NUM})[点點](?P<half>半)?"),
+     _rule_zh_clock, "zh"),
+    (re.compile(rf"(?:(?P<y>\d{{4}})年)?(?P<mo>{_ZH_NUM})月(?:(?P<d>{_ZH_NUM})[日号號])?"), _rule_zh_date, "zh"),
+    (re.compile(r"(?P<y>\d{4})年(?P<mo>)(?P<d>)"), _rule_zh_date, "zh"),
+    (re.compile(rf"(?P<zn>{_ZH_NUM})(?P<zu>天|周|个星期|星期|个月|年)(?P<zdir>前|后)"), _rule_zh_ago, "zh"),
+    (re.compile(r"(?P<zrel>上个?|下个?|本|这个?)(?P<zunit>周|星期|礼拜|月)(?P<zwd>[一二三四五六日天])?"),
+     _rule_zh_relative, "zh"),
+    (re.compile(r"前天|昨天|昨晚|今天|今晚|明天|后天|前年|去年|今年|明年"), _rule_zh_relative, "zh"),
+]
+
+def _via_dateparser(phrase: str, language: str, base: _dt.datetime) -> Interval | None:
+    try:
+        mod = importlib.import_module("dateparser.date")
+    except ModuleNotFoundError:  # pragma: no cover - dateparser is part of the evidence extra
+        return None
+    naive = base.replace(tzinfo=None)
+    cleaned = re.sub(r"^(?:on|in|since|during|until|by|early|late|mid|of|from|this|past)\s+", "", phrase.strip(),
+                     flags=re.I) if not re.match(r"^this\s+(?:morning|afternoon|evening)", phrase, re.I) else phrase
+    if re.match(r"^past\s", phrase, re.I):
+        cleaned = "last " + cleaned
+    parser = mod.DateDataParser(
+        languages=[language],
+        settings={"RELATIVE_BASE": naive, "PREFER_DATES_FROM": "past", "RETURN_AS_TIMEZONE_AWARE": False},
+    )
+    try:
+        data = parser.get_date_data(cleaned)
+    except Exception as exc:  # dateparser raises assorted errors on odd input
+        log.debug("dateparser failed on %r: %s", phrase, exc)
+        return None
+    when = data.date_obj
+    if when is None:
+        return None
+    tz = base.tzinfo or _dt.timezone.utc
+    period = data.period or "day"
+    d = when.date()
+    if period == "year":
+        return _year(d.year, tz)
+    if period == "month":
+        return _month(d.year, d.month, tz)
+    if period == "week":
+        return _week(d, tz)
+    if period == "quarter":
+        return _month(d.year, 3 * ((d.month - 1) // 3) + 1, tz, 3)
+    if period == "time":
+        s = when.replace(tzinfo=tz, second=0, microsecond=0)
+        return s, s + _dt.timedelta(minutes=1), Precision.MINUTE
+    return _day(d, tz)
+
+
+def resolve_mentions(text: str, base: _dt.datetime, *, limit: int = 20) -> list[TimeMention]:
+    """The time expressions in ``text``, resolved against ``base`` (an aware
+    datetime in the memory's timezone). Overlapping matches keep the first
+    pattern that claimed the characters. At most ``limit`` mentions."""
+    if base.tzinfo is None:
+        raise ValueError("base must be timezone-aware")
+    taken: list[tuple[int, int]] = []
+    found: list[tuple[int, TimeMention]] = []
+    for pattern, rule, language in _PATTERNS:
+        for m in pattern.finditer(text):
+            a, b = m.span()
+            if a == b or any(a < y and x < b for x, y in taken):
+                continue
+            try:
+                got = rule(m, base) if rule is not None else _via_dateparser(m.group(0), language, base)
+            except (ValueError, OverflowError, KeyError) as exc:
+                log.debug("time rule failed on %r: %s", m.group(0), exc)
+                got = None
+            if got is None:
+                continue
+            taken.append((a, b))
+            start, end, prec = got
+            found.append((a, TimeMention(m.group(0).strip(), start, end, prec)))
+    found.sort(key=lambda x: x[0])
+    return [tm for _, tm in found[:limit]]

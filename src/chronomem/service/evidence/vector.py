@@ -1,0 +1,336 @@
+"""Dense search over the vectors stored in the database.
+
+The store's ``episode_vectors`` rows are the source of truth. This module
+keeps, per (namespace, model), an in-process matrix loaded from them and
+refreshed incrementally: a write bumps the store's episode generation, and the
+next search appends the new rows (or reloads when rows went away). Search is
+exact (one matrix-vector product, ``argpartition``) with the view's filters as
+a boolean mask, so views never need a second index.
+
+Above ``ann_threshold`` vectors, and when the optional ``hnswlib`` is
+installed, an HNSW index answers instead: a cache persisted beside the
+database file (``<db>.ann-<ns>-<model>-<context>.bin``), extended with new rows
+incrementally and rebuilt from the store whenever it does not match it. It
+over-fetches and applies the same filters; a query whose filter leaves too few
+candidates falls back to the exact search.
+
+Erasure: the caches hold the erased episode's vector, and the context
+vectors mix it into its neighbours'. A cache that sees another count of
+erased episodes than it was built with (``EpisodeStore.episode_erasures``)
+reloads from the store, and so does an ANN file (its sidecar JSON records the
+count); the erasing process also deletes the namespace's ANN files
+(:func:`drop_ann_files`).
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib
+import json
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from ...store.protocol import EpisodeFilter, EpisodeStore
+from .embed import load_numpy
+
+__all__ = ["VectorCache", "VectorSlot"]
+
+log = logging.getLogger("chronomem.evidence.vector")
+
+_LOAD_BATCH = 50_000
+
+
+@dataclass
+class VectorSlot:
+    """One namespace's vectors of one model, as numpy arrays (row-aligned)."""
+
+    dim: int
+    rowids: Any
+    vecs: Any
+    recorded: Any
+    occurred: Any
+    sessions: Any
+    session_codes: dict[str, int]
+    generation: int = -1
+    max_rowid: int = 0
+    erasures: int = 0  # the namespace's erased episodes when the arrays were loaded
+    windows: dict[float, Any] | None = None
+    ann: dict[float, "AnnIndex"] | None = None
+
+    @property
+    def size(self) -> int:
+        return int(self.rowids.shape[0])
+
+
+class VectorCache:
+    """Per-process cache of the stored vectors, exact top-k search."""
+
+    def __init__(self) -> None:
+        self._np = load_numpy()
+        self._slots: dict[tuple[int, int], VectorSlot] = {}
+        self._lock = threading.Lock()
+
+    def _empty(self, dim: int) -> VectorSlot:
+        np = self._np
+        return VectorSlot(
+            dim=dim, rowids=np.zeros(0, np.int64), vecs=np.zeros((0, dim), np.float32),
+            recorded=np.zeros(0, np.int64), occurred=np.zeros(0, np.int64), sessions=np.zeros(0, np.int32),
+            session_codes={},
+        )
+
+    def slot(self, store: EpisodeStore, ns_id: int, model_id: int, dim: int) -> VectorSlot:
+        """The up-to-date arrays for ``(ns_id, model_id)``."""
+        gen = store.episode_generation()
+        with self._lock:
+            slot = self._slots.get((ns_id, model_id))
+            if slot is not None and slot.generation == gen:
+                return slot
+            count, max_rowid = store.vector_stats(ns_id, model_id)
+            # an erasure since: nothing of the old arrays may stay (a row count
+            # alone can miss one, when vectors were also added below max_rowid)
+            erasures = store.episode_erasures(ns_id)
+            if slot is None or count < slot.size or max_rowid < slot.max_rowid or erasures != slot.erasures:
+                slot = self._empty(dim)
+            self._append(store, slot, ns_id, model_id)
+            if slot.size != count:  # rows changed under us (erasures): reload everything
+                slot = self._empty(dim)
+                self._append(store, slot, ns_id, model_id)
+            slot.generation = gen
+            slot.erasures = erasures
+            self._slots[(ns_id, model_id)] = slot
+            return slot
+
+    def _append(self, store: EpisodeStore, slot: VectorSlot, ns_id: int, model_id: int) -> None:
+        np = self._np
+        while True:
+            rows = store.load_vectors(ns_id, model_id, slot.max_rowid, _LOAD_BATCH)
+            if not rows:
+                return
+            n = len(rows)
+            rowids = np.fromiter((r[0] for r in rows), np.int64, n)
+            vecs = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(n, slot.dim)
+            recorded = np.fromiter((r[2] for r in rows), np.int64, n)
+            occurred = np.fromiter((r[3] if r[3] is not None else r[2] for r in rows), np.int64, n)
+            codes = slot.session_codes
+            sessions = np.fromiter(
+                (codes.setdefault(r[4], len(codes) + 1) if r[4] is not None else 0 for r in rows), np.int32, n
+            )
+            slot.rowids = np.concatenate([slot.rowids, rowids])
+            slot.vecs = np.concatenate([slot.vecs, vecs])
+            slot.recorded = np.concatenate([slot.recorded, recorded])
+            slot.occurred = np.concatenate([slot.occurred, occurred])
+            slot.sessions = np.concatenate([slot.sessions, sessions])
+            slot.max_rowid = int(rowids[-1])
+            slot.windows = None
+            log.debug("loaded %d vectors (ns %d, model %d)", n, ns_id, model_id)
+
+    def matrix(self, slot: VectorSlot, context: float) -> Any:
+        """The search matrix: each episode's vector, or with ``context > 0``
+        ``normalize(context * prev + v + context * next)`` over its
+        neighbours in the same session (rowid order). Computed from the stored
+        vectors, cached until the slot changes."""
+        if context <= 0 or slot.size == 0:
+            return slot.vecs
+        np = self._np
+        with self._lock:
+            cached = (slot.windows or {}).get(context)
+            if cached is not None:
+                return cached
+            order = np.lexsort((slot.rowids, slot.sessions))
+            sess = slot.sessions[order]
+            same = (sess[1:] == sess[:-1]) & (sess[1:] != 0)
+            prev = np.arange(slot.size)
+            nxt = np.arange(slot.size)
+            prev[order[1:][same]] = order[:-1][same]
+            nxt[order[:-1][same]] = order[1:][same]
+            has_prev = (prev != np.arange(slot.size)).astype(np.float32)[:, None]
+            has_next = (nxt != np.arange(slot.size)).astype(np.float32)[:, None]
+            win = slot.vecs + context * (has_prev * slot.vecs[prev] + has_next * slot.vecs[nxt])
+            win /= np.maximum(np.linalg.norm(win, axis=1, keepdims=True), 1e-12)
+            win = win.astype(np.float32)
+            slot.windows = {**(slot.windows or {}), context: win}
+            return win
+
+    def invalidate(self) -> None:
+        with self._lock:
+            self._slots.clear()
+
+    def ann_search(self, slot: VectorSlot, query: Any, k: int, f: EpisodeFilter,
+                   superseded: list[tuple[int, int]], context: float, path: str | None,
+                   key: tuple[int, int]) -> list[tuple[int, float]] | None:
+        """The approximate top-``k`` (or ``None`` when the exact search must answer)."""
+        if f.session is not None or f.since is not None or f.until is not None:
+            return None  # selective filters: exact search is both right and fast enough
+        hnsw = _hnswlib()
+        if hnsw is None:
+            return None
+        np = self._np
+        with self._lock:
+            indexes = slot.ann if slot.ann is not None else {}
+            slot.ann = indexes
+            index = indexes.get(context)
+            if index is None:
+                index = AnnIndex(hnsw, slot.dim, _ann_path(path, key, context))
+                indexes[context] = index
+        matrix = self.matrix(slot, context)
+        index.sync(slot, matrix)
+        gone = {rowid for rowid, at in superseded if f.not_superseded_at is not None and at <= f.not_superseded_at}
+        fetch = min(slot.size, k + len(gone) + 16)
+        positions, sims = index.query(np.asarray(query, dtype=np.float32).reshape(1, -1), fetch)
+        out: list[tuple[int, float]] = []
+        for pos, sim in zip(positions, sims, strict=True):
+            rowid = int(slot.rowids[pos])
+            if rowid in gone or (f.recorded_by is not None and int(slot.recorded[pos]) > f.recorded_by):
+                continue
+            out.append((rowid, float(sim)))
+            if len(out) == k:
+                break
+        if len(out) < min(k, slot.size - len(gone)) and f.recorded_by is not None:
+            return None  # the view filtered out too much: be exact
+        return out
+
+    def search(self, slot: VectorSlot, query: Any, k: int, f: EpisodeFilter,
+               superseded: list[tuple[int, int]], context: float = 0.0) -> list[tuple[int, float]]:
+        """``(rowid, cosine)`` best first, among the rows ``f`` allows (exact)."""
+        np = self._np
+        if slot.size == 0 or k <= 0:
+            return []
+        scores = self.matrix(slot, context) @ np.asarray(query, dtype=np.float32).reshape(-1)
+        mask = None
+
+        def both(m: Any) -> Any:
+            return m if mask is None else (mask & m)
+
+        if f.recorded_by is not None:
+            mask = both(slot.recorded <= f.recorded_by)
+        if f.since is not None:
+            mask = both(slot.occurred >= f.since)
+        if f.until is not None:
+            mask = both(slot.occurred < f.until)
+        if f.session is not None:
+            code = slot.session_codes.get(f.session)
+            mask = both(slot.sessions == (code if code is not None else -1))
+        if f.not_superseded_at is not None and superseded:
+            gone = [rowid for rowid, at in superseded if at <= f.not_superseded_at]
+            if gone:
+                mask = both(~np.isin(slot.rowids, np.asarray(gone, np.int64)))
+        if mask is not None:
+            scores = np.where(mask, scores, -np.inf)
+        k = min(k, slot.size)
+        if k < slot.size:
+            top = np.argpartition(-scores, k - 1)[:k]
+        else:
+            top = np.arange(slot.size)
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [(int(slot.rowids[i]), float(scores[i])) for i in top if scores[i] > -np.inf]
+
+
+
+def _hnswlib() -> Any:
+    try:
+        return importlib.import_module("hnswlib")
+    except ModuleNotFoundError:
+        return None
+
+
+def _ann_path(db_path: str | None, key: tuple[int, int], context: float) -> str | None:
+    if not db_path or db_path == ":memory:":
+        return None
+    return f"{db_path}.ann-{key[0]}-{key[1]}-{context:g}.bin"
+
+
+def drop_ann_files(db_path: str | None, ns_id: int) -> None:
+    """Delete the namespace's ANN files (every model and context weight):
+    after an erasure they hold the erased vector; the next ANN search
+    rebuilds them from the store."""
+    if not db_path or db_path == ":memory:":
+        return
+    for path in glob.glob(f"{glob.escape(db_path)}.ann-{ns_id}-*"):
+        try:
+            os.remove(path)
+        except OSError as exc:
+            log.warning("could not delete the ANN cache %s after an erasure: %s", path, exc)
+
+
+class AnnIndex:
+    """An HNSW index over one slot's search matrix, labels = array positions.
+
+    A cache: its sidecar JSON records how many rows (and the last rowid) it
+    holds; anything that does not match the store is rebuilt from it.
+    """
+
+    M = 16
+    EF_CONSTRUCTION = 100
+    EF_SEARCH = 400
+
+    def __init__(self, hnsw: Any, dim: int, path: str | None) -> None:
+        self._hnsw = hnsw
+        self.dim = dim
+        self.path = path
+        self.index: Any = None
+        self.count = 0
+        self.max_rowid = 0
+        self.erasures = 0
+        self._lock = threading.Lock()
+        self._load()
+
+    def _load(self) -> None:
+        if self.path is None or not os.path.exists(self.path) or not os.path.exists(self.path + ".json"):
+            return
+        try:
+            with open(self.path + ".json", encoding="utf-8") as fh:
+                meta = json.load(fh)
+            index = self._hnsw.Index(space="ip", dim=self.dim)
+            index.load_index(self.path, max_elements=int(meta["count"]))
+            self.index, self.count, self.max_rowid = index, int(meta["count"]), int(meta["max_rowid"])
+            self.erasures = int(meta.get("erasures", 0))  # files from before erasures were counted: 0
+        except (OSError, ValueError, KeyError, RuntimeError) as exc:
+            log.warning("ANN cache %s unusable (%s); it will be rebuilt", self.path, exc)
+            self.index, self.count, self.max_rowid = None, 0, 0
+
+    def _save(self) -> None:
+        if self.path is None or self.index is None:
+            return
+        tmp = self.path + ".tmp"
+        self.index.save_index(tmp)
+        os.replace(tmp, self.path)
+        with open(self.path + ".json", "w", encoding="utf-8") as fh:
+            json.dump({"count": self.count, "max_rowid": self.max_rowid, "erasures": self.erasures}, fh)
+
+    def sync(self, slot: VectorSlot, matrix: Any) -> None:
+        """Bring the index up to the slot: add new rows (and re-add the row
+        before the first new one, whose context vector changed), or rebuild."""
+        with self._lock:
+            n = slot.size
+            consistent = (
+                self.index is not None and self.count <= n and self.erasures == slot.erasures
+                and (self.count == 0 or int(slot.rowids[self.count - 1]) == self.max_rowid)
+            )
+            if not consistent:
+                log.info("building ANN index over %d vectors", n)
+                index = self._hnsw.Index(space="ip", dim=self.dim)
+                index.init_index(max_elements=max(n, 1), ef_construction=self.EF_CONSTRUCTION, M=self.M)
+                index.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+                self.index, self.count, self.erasures = index, 0, slot.erasures
+            if self.count == n:
+                return
+            assert self.index is not None
+            if n > self.index.get_max_elements():
+                self.index.resize_index(max(n, int(self.index.get_max_elements() * 1.5)))
+            start = max(0, self.count - 1)
+            np_ = importlib.import_module("numpy")
+            labels = np_.arange(start, n)
+            self.index.add_items(matrix[start:n], labels)
+            self.count = n
+            self.max_rowid = int(slot.rowids[n - 1])
+            self._save()
+
+    def query(self, q: Any, k: int) -> tuple[list[int], list[float]]:
+        with self._lock:
+            assert self.index is not None
+            self.index.set_ef(max(self.EF_SEARCH, k + 10))
+            labels, dists = self.index.knn_query(q, k=k)
+        return [int(x) for x in labels[0]], [1.0 - float(d) for d in dists[0]]

@@ -1,0 +1,1 @@
+"""The team backend: PostgreSQL through psycopg (the ``postgres`` extra)."""

@@ -1,0 +1,379 @@
+"""The storage protocol. Everything backend-specific lives under ``store/``.
+
+The façade (:mod:`chronomem.memory`) and the write engine
+(:mod:`chronomem.core.engine`) work on :class:`Row` objects — one row per
+system-time version of a fact, times as integer UTC microseconds with the
+``MIN_US`` / ``MAX_US`` sentinels — and on the small set of primitives below.
+A backend implements :class:`Store` and :class:`WriteTx`; the contract test
+suite runs unchanged against each implementation.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Literal, Protocol, Sequence
+
+from ..core.time import MAX_US, Clock
+
+__all__ = ["Capabilities", "EntityRecord", "FactQuery", "FACT_COLUMNS", "PredicateRecord", "READ_COLUMNS", "Row",
+           "Store", "WriteTx", "ObjKey"]
+
+ObjKey = tuple[int | None, str | None]
+
+
+class Row:
+    """One version of a fact, as stored. Mutable only inside the write engine,
+    and only for versions that the running transaction created."""
+
+    __slots__ = (
+        "rowid", "fact_id", "version", "ns_id", "subject_id", "predicate_id",
+        "object_id", "object_lit", "vf", "vf_prec", "vt", "vt_prec", "sf", "st",
+        "confidence", "source", "episode_id", "properties", "invalidated_by",
+        "close_kind", "closed_by", "subject_name", "predicate_name", "object_name",
+    )
+
+    def __init__(
+        self,
+        rowid: int | None,
+        fact_id: str,
+        version: int,
+        ns_id: int,
+        subject_id: int,
+        predicate_id: int,
+        object_id: int | None,
+        object_lit: str | None,
+        vf: int,
+        vf_prec: int,
+        vt: int,
+        vt_prec: int,
+        sf: int,
+        st: int = MAX_US,
+        confidence: float = 1.0,
+        source: str | None = None,
+        episode_id: str | None = None,
+        properties: str | None = None,
+        invalidated_by: str | None = None,
+        close_kind: str | None = None,
+        closed_by: str | None = None,
+        subject_name: str | None = None,
+        predicate_name: str | None = None,
+        object_name: str | None = None,
+    ) -> None:
+        self.rowid = rowid
+        self.fact_id = fact_id
+        self.version = version
+        self.ns_id = ns_id
+        self.subject_id = subject_id
+        self.predicate_id = predicate_id
+        self.object_id = object_id
+        self.object_lit = object_lit
+        self.vf = vf
+        self.vf_prec = vf_prec
+        self.vt = vt
+        self.vt_prec = vt_prec
+        self.sf = sf
+        self.st = st
+        self.confidence = confidence
+        self.source = source
+        self.episode_id = episode_id
+        self.properties = properties
+        self.invalidated_by = invalidated_by
+        self.close_kind = close_kind
+        self.closed_by = closed_by
+        self.subject_name = subject_name
+        self.predicate_name = predicate_name
+        self.object_name = object_name
+
+    @property
+    def okey(self) -> ObjKey:
+        return (self.object_id, self.object_lit)
+
+    def copy(self, **changes: Any) -> "Row":
+        new = Row.__new__(Row)
+        for name in Row.__slots__:
+            setattr(new, name, changes.get(name, getattr(self, name)))
+        return new
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return (
+            f"Row({self.fact_id[:8]} v{self.version} s={self.subject_id} p={self.predicate_id} "
+            f"o={self.object_id or self.object_lit} [{self.vf},{self.vt}) sys[{self.sf},{self.st}))"
+        )
+
+
+# Column order shared by every backend for fact rows.
+FACT_COLUMNS = (
+    "rowid", "fact_id", "version", "ns_id", "subject_id", "predicate_id", "object_id",
+    "object_lit", "valid_from", "valid_from_prec", "valid_to", "valid_to_prec",
+    "system_from", "system_to", "confidence", "source", "episode_id", "properties",
+    "invalidated_by", "close_kind", "closed_by",
+)
+
+
+# Column order of the read path (``Store.query_tuples``): no names, no joins;
+# ``rowid`` last (reads are ordered by ``valid_from, rowid``).
+READ_COLUMNS = (
+    "fact_id", "version", "subject_id", "predicate_id", "object_id", "object_lit",
+    "valid_from", "valid_from_prec", "valid_to", "valid_to_prec", "system_from", "system_to",
+    "confidence", "source", "episode_id", "properties", "invalidated_by", "close_kind", "rowid",
+)
+
+
+@dataclass(frozen=True)
+class EntityRecord:
+    id: int
+    ns_id: int
+    key: str
+    name: str
+    type: str | None
+    properties: str | None
+    created_at: int
+    aliases: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PredicateRecord:
+    id: int
+    ns_id: int
+    key: str
+    name: str
+    cardinality: str
+    inverse: str | None
+    description: str | None
+    declared: bool
+    aliases: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class FactQuery:
+    """A read of fact versions. ``known_at=None`` means "as currently believed".
+    Treat it as immutable; it is not ``frozen`` only because a frozen
+    dataclass's ``__init__`` costs a microsecond more on every read."""
+
+    ns_id: int
+    subject_ids: Sequence[int] | None = None
+    object_id: int | None = None
+    object_lit: str | None = None
+    direction: Literal["out", "in", "both"] = "out"
+    as_of: int | None = None
+    known_at: int | None = None
+    all_versions: bool = False
+    overlap: tuple[int, int] | None = None
+    fact_ids: Sequence[str] | None = None
+    limit: int | None = None
+    # a name key instead of ids: the read resolves it itself (``entity_keys``
+    # / ``predicate_keys`` in ``ns_id``), in the snapshot of the facts it
+    # reads, so it needs no name cache that another process could have made
+    # stale. Not together with ``subject_ids``.
+    subject_key: str | None = None
+    predicate_key: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class EpisodeRecord:
+    """One stored episode (evidence). ``rowid`` is the backend's integer key."""
+
+    rowid: int
+    id: str
+    ns_id: int
+    text: str
+    occurred_at: int | None
+    occurred_prec: int | None
+    recorded_at: int
+    source: str | None
+    session: str | None
+    speaker: str | None
+    metadata: str | None
+    superseded_by: str | None = None
+    superseded_at: int | None = None
+    erased_at: int | None = None
+
+
+@dataclass(frozen=True)
+class EpisodeFilter:
+    """Which episodes a search may return (a view plus the caller's filters).
+
+    ``recorded_by``: recorded at or before; ``not_superseded_at``: drop the
+    episodes explicitly superseded at or before that instant; ``since`` /
+    ``until``: ``coalesce(occurred_at, recorded_at)`` in ``[since, until)``.
+    """
+
+    ns_id: int
+    recorded_by: int | None = None
+    not_superseded_at: int | None = None
+    session: str | None = None
+    since: int | None = None
+    until: int | None = None
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a store can do beyond :class:`Store`, declared by its backend.
+
+    Code outside ``store/`` asks these instead of probing a store or a
+    transaction for methods, or asking which backend it is.
+    """
+
+    # it is an :class:`EpisodeStore` (evidence memory) and its ``write()``
+    # yields an :class:`EpisodeWriteTx`
+    episodes: bool
+    # it has ``entity_names_with_prefix`` (else callers scan with
+    # ``entities_by_key_substring``)
+    entity_prefix_search: bool
+    # the local file the store lives in, for caches kept beside it (the ANN
+    # index files); ``None`` for an in-memory or a server store
+    local_path: str | None = None
+
+
+class WriteTx(Protocol):
+    """Primitives available inside one atomic write transaction."""
+
+    now: int
+
+    # the store's capabilities (``Store.capabilities``)
+    @property
+    def capabilities(self) -> Capabilities: ...
+
+    # shared writes (Store.write(shared=True)): lock the names the transaction
+    # may create and the (subject, predicate) groups it writes, before reading
+    # them; lock_groups also takes the transaction's final system time (now)
+    def reserve_names(self, ns_id: int, entities: Sequence[object], predicates: Sequence[object]) -> None: ...
+    def lock_groups(self, groups: Sequence[tuple[int, int]]) -> None: ...
+
+    # entities and names
+    def entity_id(self, ns_id: int, key: str) -> int | None: ...
+    def create_entity(self, ns_id: int, key: str, name: str, type: str | None, properties: str | None) -> int: ...
+    def update_entity(self, entity_id: int, type: str | None, properties: str | None) -> None: ...
+    def add_entity_key(self, ns_id: int, key: str, entity_id: int, alias_name: str | None) -> None: ...
+    def move_entity_keys(self, from_id: int, to_id: int) -> list[str]: ...
+    def set_entity_keys(self, ns_id: int, keys: Sequence[str], entity_id: int) -> None: ...
+    def is_new_entity(self, entity_id: int) -> bool: ...
+    def predicate(self, ns_id: int, key: str) -> PredicateRecord | None: ...
+    def create_predicate(self, ns_id: int, key: str, name: str) -> PredicateRecord: ...
+    def define_predicate(self, ns_id: int, key: str, name: str, cardinality: str, inverse: str | None,
+                         description: str | None, aliases: Sequence[tuple[str, str]]) -> PredicateRecord: ...
+
+    # fact versions
+    def believed_rows(self, subject_id: int, predicate_id: int) -> list[Row]: ...
+    def rows_of_fact(self, fact_id: str) -> list[Row]: ...
+    def existing_fact_ids(self, fact_ids: Sequence[str]) -> set[str]: ...
+    def rows_closed_by(self, ns_id: int, closed_by: str) -> list[Row]: ...
+    def believed_rows_touching_entity(self, entity_id: int) -> list[Row]: ...
+    def insert_rows(self, rows: Sequence[Row]) -> None: ...
+    def close_rows(self, closes: Sequence[tuple[int, str, str | None]]) -> None: ...
+    def add_sources(self, items: Sequence[tuple[str, str | None, str | None]]) -> None: ...
+    # raw restore (JSONL import): rows keep their original system times
+    def insert_entity(self, ns_id: int, key: str, name: str, type: str | None, properties: str | None,
+                      created_at: int) -> int: ...
+    def insert_sources(self, items: Sequence[tuple[str, str | None, str | None, int]]) -> None: ...
+    def note_system_time(self, us: int) -> None: ...
+    def record_operation(self, op_id: str, ns_id: int, kind: str, payload: str) -> None: ...
+    def operation(self, op_id: str) -> tuple[str, str, int | None] | None: ...
+    def mark_operation_undone(self, op_id: str) -> None: ...
+    # raw restore of an operation (JSONL import, copy): its original times, ids already mapped
+    def insert_operation(self, op_id: str, ns_id: int, kind: str, at: int, payload: str,
+                         undone_at: int | None) -> None: ...
+    def coalesced_family(self, fact_id: str) -> list[str]: ...
+    def erase_fact(self, fact_id: str) -> int: ...
+    def erase_entity(self, entity_id: int) -> int: ...
+    def log_erasure(self, ns_id: int, kind: str, versions: int, reason: str | None) -> None: ...
+
+
+
+class Store(Protocol):
+    """A storage backend. Opened once per :class:`~chronomem.Memory`."""
+
+    url: str
+
+    @property
+    def capabilities(self) -> Capabilities: ...
+    # where the store's system time comes from (a Memory without its own
+    # clock reads the store's)
+    @property
+    def clock(self) -> Clock: ...
+    def schema_version(self) -> int: ...
+
+    def write(self, *, shared: bool = False) -> AbstractContextManager[WriteTx]: ...
+    def read(self) -> AbstractContextManager[Any]: ...
+    def settle(self, known_at: int) -> None: ...
+    def namespace_id(self, name: str, create: bool = True) -> int | None: ...
+    def namespaces(self) -> list[str]: ...
+    def entity_id(self, ns_id: int, key: str) -> int | None: ...
+    def entity(self, entity_id: int) -> EntityRecord | None: ...
+    def entity_names(self, ids: Iterable[int]) -> dict[int, str]: ...
+    def predicate_names(self, ids: Iterable[int]) -> dict[int, str]: ...
+    def entities_by_key_substring(self, ns_id: int, text: str, limit: int) -> list[EntityRecord]: ...
+    def predicate(self, ns_id: int, key: str) -> PredicateRecord | None: ...
+    def predicate_by_id(self, predicate_id: int) -> PredicateRecord | None: ...
+    def predicates(self, ns_id: int) -> list[PredicateRecord]: ...
+    def query(self, q: FactQuery) -> list[Row]: ...
+    def query_tuples(self, q: FactQuery) -> list[tuple[Any, ...]]: ...
+    def read_sql(self, q: FactQuery) -> tuple[str, list[Any]]: ...
+    def query_sql(self, q: FactQuery) -> tuple[str, list[Any]]: ...
+    def iter_rows(self, ns_id: int, batch: int = 10000) -> Iterable[Row]: ...
+    def recent_rows(self, ns_id: int, limit: int) -> list[Row]: ...
+    def sources(self, fact_ids: Sequence[str]) -> list[tuple[str, str | None, str | None, int]]: ...
+    def entities(self, ns_id: int) -> list[EntityRecord]: ...
+    def merge_operations(self, ns_id: int) -> list[tuple[int, str, int | None]]: ...
+    def operations(self, ns_id: int) -> list[tuple[str, str, int, str, int | None]]: ...
+    def entity_keys(self, ns_id: int) -> list[tuple[str, int, str | None]]: ...
+    def stats(self, ns_id: int, now: int) -> dict[str, int]: ...
+    def last_system_time(self) -> int: ...
+    # after an erasure ("episode", "fact" or "entity") committed: drop what the
+    # backend keeps of the deleted bytes outside its live rows, best effort
+    # (SQLite: the WAL; PostgreSQL: the planner's sampled values)
+    def after_erasure(self, kind: str) -> None: ...
+    def close(self) -> None: ...
+
+
+class EpisodeWriteTx(WriteTx, Protocol):
+    """A write transaction of a backend that stores episodes (evidence)."""
+
+    def insert_episode(self, rec: EpisodeRecord) -> int: ...
+    def adjacent_episodes(self, rec: EpisodeRecord) -> tuple[EpisodeRecord | None, EpisodeRecord | None]: ...
+    def insert_episode_times(self, items: Sequence[tuple[int, int, int, str, int]]) -> None: ...
+    def embedding_model_id(self, name: str, dim: int) -> int: ...
+    def put_episode_vectors(self, model_id: int, items: Sequence[tuple[int, int, bytes]]) -> None: ...
+    def episode_by_id(self, episode_id: str) -> EpisodeRecord | None: ...
+    def supersede_episode(self, old_rowid: int, new_id: str, at: int) -> None: ...
+    def episode_fact_ids(self, episode_id: str) -> list[str]: ...
+    # erasure: the live neighbours whose index rows quoted it are returned,
+    # to be re-indexed in the same transaction before compact_episode_index
+    def erase_episode(self, rowid: int) -> list[EpisodeRecord]: ...
+    def compact_episode_index(self) -> None: ...
+    def bump_episode_generation(self) -> None: ...
+    def replace_episode_index(self, rowid: int, index: tuple[str, str, str, str], new: bool = False) -> None: ...
+    def replace_episode_times(self, rowid: int, items: Sequence[tuple[int, int, int, str, int]]) -> None: ...
+    # raw restore (export/import, copy): the row as carried, supersession and erasure included
+    def restore_episode(self, rec: EpisodeRecord) -> int: ...
+
+
+class EpisodeStore(Store, Protocol):
+    """A backend that stores episodes: their rows, time mentions, vectors and
+    lexical index. ``write()`` yields an :class:`EpisodeWriteTx`."""
+
+    def write(self, *, shared: bool = False) -> AbstractContextManager[EpisodeWriteTx]: ...
+    def episode_by_id(self, episode_id: str) -> EpisodeRecord | None: ...
+    def episodes_by_rowids(self, rowids: Sequence[int]) -> list[EpisodeRecord]: ...
+    def list_episodes(self, f: EpisodeFilter, limit: int, offset: int = 0) -> list[EpisodeRecord]: ...
+    def episode_times(self, rowids: Sequence[int]) -> list[tuple[int, int, int, str, int]]: ...
+    def prune_common_terms(self, match: str, cap: int, budget: int = 0) -> str: ...
+    def lexical_search(self, match: str, f: EpisodeFilter, limit: int,
+                       weights: tuple[float, float, float, float]) -> list[tuple[int, float]]: ...
+    def embedding_model(self, name: str) -> tuple[int, int] | None: ...
+    def embedding_models(self) -> list[tuple[int, str, int]]: ...
+    def vector_stats(self, ns_id: int, model_id: int) -> tuple[int, int]: ...
+    def load_vectors(self, ns_id: int, model_id: int, after_rowid: int,
+                     limit: int) -> list[tuple[int, bytes, int, int | None, str | None]]: ...
+    def superseded_episodes(self, ns_id: int) -> list[tuple[int, int]]: ...
+    def episodes_missing_vectors(self, ns_id: int, model_id: int, after_rowid: int,
+                                 limit: int) -> list[EpisodeRecord]: ...
+    def episode_index_rows(self, ns_id: int, after_rowid: int, limit: int) -> list[EpisodeRecord]: ...
+    def episode_rows(self, ns_id: int, after_rowid: int, limit: int) -> list[EpisodeRecord]: ...
+    def facts_citing_episodes(self, ns_id: int, episode_ids: Sequence[str]) -> list[tuple[str, str]]: ...
+    def episode_generation(self) -> int: ...
+    def episode_count(self, ns_id: int) -> int: ...
+    def episode_erasures(self, ns_id: int) -> int: ...
+    def entity_names_with_prefix(self, ns_id: int, prefix: str, limit: int) -> list[str]: ...

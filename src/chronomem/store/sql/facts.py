@@ -1,0 +1,208 @@
+"""The fact-read SQL both backends run, composed once here.
+
+A backend supplies its placeholder (``?`` or ``%s``) and how it writes a
+membership test (``IN (?, ?)`` with expanded parameters, or ``= ANY(%s)``
+with one array parameter); everything else — the two time axes, the
+direction branches, the order — is shared, so both backends answer every
+:class:`~chronomem.store.protocol.FactQuery` identically.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from ...core.time import MAX_US
+from ..protocol import READ_COLUMNS, FactQuery, Row
+
+__all__ = ["SELECT_FACT", "SELECT_READ", "InClause", "caller_sorts", "compose_fact_sql", "cutoff_shape",
+           "distinct_rows", "limit_cutoff"]
+
+# Fact versions with their three names (the Row shape: FACT_COLUMNS + names).
+SELECT_FACT = (
+    "SELECT f.rowid, f.fact_id, f.version, f.ns_id, f.subject_id, f.predicate_id, f.object_id, "
+    "f.object_lit, f.valid_from, f.valid_from_prec, f.valid_to, f.valid_to_prec, f.system_from, "
+    "f.system_to, f.confidence, f.source, f.episode_id, f.properties, f.invalidated_by, "
+    "f.close_kind, f.closed_by, s.name, p.name, o.name "
+    "FROM facts f JOIN entities s ON s.id = f.subject_id JOIN predicates p ON p.id = f.predicate_id "
+    "LEFT JOIN entities o ON o.id = f.object_id"
+)
+# The read path: READ_COLUMNS, no joins (names come from in-process caches).
+SELECT_READ = "SELECT " + ", ".join("f." + c for c in READ_COLUMNS) + " FROM facts f"
+
+# (column, values, params) -> SQL text; appends its parameters to params
+InClause = Callable[[str, Sequence[Any], list[Any]], str]
+
+
+def entity_by_key(ph: str) -> str:
+    """The id of the entity a name key names in a namespace (parameters: ns_id, key)."""
+    return f"SELECT entity_id FROM entity_keys WHERE ns_id = {ph} AND key = {ph}"
+
+
+def caller_sorts(q: FactQuery) -> bool:
+    """Whether a backend may run ``q`` without ``ORDER BY`` and sort the rows
+    itself (by ``valid_from, rowid``): one entity's outgoing facts, no LIMIT.
+    Its index (subject, system_to, predicate, valid_from) does not give that
+    order, so SQLite would run a sorter, which costs more than sorting the
+    handful of rows in Python."""
+    return q.limit is None and q.direction == "out" and (q.subject_ids is not None or q.subject_key is not None)
+
+
+def compose_fact_sql(q: FactQuery, head: str, union_order: str, ph: str, in_: InClause,
+                     nothing: str, valid_from_max: int | None = None,
+                     order: bool = True) -> tuple[str, list[Any]]:
+    """SQL and parameters for ``q``. ``head`` is the ``SELECT ... FROM facts f``
+    part; ``union_order`` orders a two-branch ``UNION ALL`` by column number;
+    ``nothing`` is the backend's always-false condition. ``valid_from_max``
+    adds ``f.valid_from <= valid_from_max``: a backend that knows the first
+    ``q.limit`` rows all start by then uses it so the sort before the LIMIT
+    sees only those rows, not all of a busy entity's. ``order=False``: leave
+    out the ``ORDER BY`` where :func:`caller_sorts` allows it."""
+    common: list[str] = []
+    cparams: list[Any] = []
+    if valid_from_max is not None:
+        common.append(f"f.valid_from <= {ph}")
+        cparams.append(valid_from_max)
+    if not q.all_versions:
+        if q.known_at is None:
+            common.append(f"f.system_to = {MAX_US}")
+        else:
+            common.append(f"f.system_from <= {ph} AND f.system_to > {ph}")
+            cparams += [q.known_at, q.known_at]
+    if q.as_of is not None:
+        common.append(f"f.valid_from <= {ph} AND f.valid_to > {ph}")
+        cparams += [q.as_of, q.as_of]
+    if q.overlap is not None:
+        common.append(f"f.valid_from < {ph} AND f.valid_to > {ph}")
+        cparams += [q.overlap[1], q.overlap[0]]
+    if q.predicate_key is not None:
+        common.append(f"f.predicate_id = (SELECT predicate_id FROM predicate_keys WHERE ns_id = {ph} AND key = {ph})")
+        cparams += [q.ns_id, q.predicate_key]
+    if q.fact_ids is not None:
+        common.append(in_("f.fact_id", q.fact_ids, cparams))
+    branches: list[tuple[list[str], list[Any]]] = []
+
+    def with_object(where: list[str], params: list[Any]) -> tuple[list[str], list[Any]]:
+        """An outgoing branch: ``where`` plus the object filters."""
+        if q.object_id is not None:
+            where.append(f"f.object_id = {ph}")
+            params.append(q.object_id)
+        if q.object_lit is not None:
+            where.append(f"f.object_lit = {ph}")
+            params.append(q.object_lit)
+        return where, params
+
+    def entity(column: str, params: list[Any]) -> str:
+        """``column`` is the query's entity (its ids, or the one its key names)."""
+        if q.subject_key is not None:
+            params += [q.ns_id, q.subject_key]
+            return f"{column} = ({entity_by_key(ph)})"
+        assert q.subject_ids is not None
+        return in_(column, q.subject_ids, params)
+
+    if q.subject_ids is None and q.subject_key is None:
+        branches.append(with_object([f"f.ns_id = {ph}"], [q.ns_id]))
+    else:
+        if q.direction in ("out", "both"):
+            params: list[Any] = []
+            branches.append(with_object([entity("f.subject_id", params)], params))
+        if q.direction in ("in", "both") and q.object_lit is None:
+            params = []
+            where = [entity("f.object_id", params)]
+            if q.object_id is not None:
+                where.append(f"f.subject_id = {ph}")
+                params.append(q.object_id)
+            if q.direction == "both":
+                # a self-loop appears once
+                where.append("NOT (" + entity("f.subject_id", params) + ")")
+            branches.append((where, params))
+    parts: list[str] = []
+    all_params: list[Any] = []
+    for where, params in branches:
+        parts.append(head + " WHERE " + " AND ".join(where + common))
+        all_params += params + cparams
+    if not parts:
+        return f"{head} WHERE {nothing}", []
+    if len(parts) > 1:
+        sql = "SELECT * FROM (" + " UNION ALL ".join(parts) + f") AS u ORDER BY {union_order}"
+    elif order or not caller_sorts(q):
+        # (valid_from, rowid) is the index order of predicate-wide reads:
+        # no sort step for them
+        sql = parts[0] + " ORDER BY f.valid_from, f.rowid"
+    else:
+        sql = parts[0]
+    if q.limit is not None:
+        sql += f" LIMIT {ph}"
+        all_params.append(q.limit)
+    return sql, all_params
+
+
+def distinct_rows(*batches: Sequence[Sequence[Any]]) -> list[Row]:
+    """Rows from several ``SELECT_FACT`` results, each version once, in order."""
+    seen: set[int] = set()
+    out: list[Row] = []
+    for batch in batches:
+        for r in batch:
+            if r[0] not in seen:
+                seen.add(r[0])
+                out.append(Row(*r))
+    return out
+
+
+# an entity with more predicates than this gets no cut-off (the walk would cost more)
+CUTOFF_MAX_PREDICATES = 256
+
+
+def cutoff_shape(q: FactQuery) -> bool:
+    """Whether ``q`` is a LIMITed "believed now" read of one subject's facts
+    (no other filter): the shape :func:`limit_cutoff` serves."""
+    one_subject = q.subject_key is not None if q.subject_ids is None else len(q.subject_ids) == 1
+    return not (q.limit is None or q.limit < 1 or not one_subject or q.direction == "in"
+                or q.known_at is not None or q.all_versions or q.overlap is not None
+                or q.predicate_key is not None or q.fact_ids is not None or q.object_id is not None
+                or q.object_lit is not None)
+
+
+def limit_cutoff(q: FactQuery, execute: Callable[[str, list[Any]], Sequence[Sequence[Any]]],
+                 ph: str) -> int | None:
+    """For a LIMITed read of one entity's believed facts (``recall``'s read):
+    a ``valid_from`` by which the first ``q.limit`` rows surely start, found
+    without sorting all of a busy entity's rows. Per predicate, the
+    ``facts_subject`` index yields the subject's rows in ``valid_from``
+    order, so each predicate's first ``limit`` matches cost an index walk;
+    the ``limit``-th smallest of those bounds the answer (incoming rows can
+    only move it earlier). ``None``: no bound (another shape, fewer rows than
+    the limit, or too many predicates). The caller runs it and the read in
+    one snapshot; ``execute(sql, params)`` returns the rows."""
+    if not cutoff_shape(q) or q.limit is None:
+        return None
+    if q.subject_ids is not None:
+        sid = q.subject_ids[0]
+    else:
+        got = execute(entity_by_key(ph), [q.ns_id, q.subject_key])
+        if not got:
+            return None
+        sid = int(got[0][0])
+    step = (f"SELECT min(predicate_id) FROM facts WHERE subject_id = {ph} AND system_to = {MAX_US} "
+            f"AND predicate_id > {ph}")
+    preds: list[int] = []
+    last = -(2**63)
+    while len(preds) <= CUTOFF_MAX_PREDICATES:
+        rows = execute(step, [sid, last])
+        if not rows or rows[0][0] is None:
+            break
+        last = int(rows[0][0])
+        preds.append(last)
+    if len(preds) > CUTOFF_MAX_PREDICATES:
+        return None
+    walk = (f"SELECT f.valid_from FROM facts f WHERE f.subject_id = {ph} AND f.system_to = {MAX_US} "
+            f"AND f.predicate_id = {ph}"
+            + (f" AND f.valid_from <= {ph} AND f.valid_to > {ph}" if q.as_of is not None else "")
+            + f" ORDER BY f.valid_from LIMIT {ph}")
+    starts: list[int] = []
+    for pid in preds:
+        params: list[Any] = [sid, pid] + ([q.as_of, q.as_of] if q.as_of is not None else []) + [q.limit]
+        starts.extend(int(r[0]) for r in execute(walk, params))
+    if len(starts) < q.limit:
+        return None
+    starts.sort()
+    return starts[q.limit - 1]

@@ -1,0 +1,731 @@
+"""The embedded SQLite backend (the default).
+
+One file, WAL journal, ``busy_timeout``; every write runs in a
+``BEGIN IMMEDIATE`` transaction through this object's single connection, so
+writers from several processes serialize on SQLite's lock and never interleave.
+
+Durability: ``synchronous=NORMAL`` in WAL mode (the default here). A committed
+transaction is in the WAL file before ``commit()`` returns, so it survives
+``kill -9`` of the process. A power loss or OS crash can lose the last
+transactions committed since the last checkpoint-sync, but never corrupts the
+database. ``durability="full"`` (``synchronous=FULL``) fsyncs every commit and
+also survives power loss.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import threading
+import weakref
+from contextlib import contextmanager
+from operator import itemgetter
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Sequence
+
+from ...core.time import MAX_US, Clock, SystemClock, from_us, peek_clock, to_us
+from ...errors import InvalidInputError, SchemaVersionError, StoreError, StoreLockedError
+from .. import fork as _fork
+from ..migrations import load_migrations
+from ..protocol import READ_COLUMNS, Capabilities, EntityRecord, FactQuery, PredicateRecord, Row
+from ..sql.facts import SELECT_FACT, SELECT_READ, caller_sorts, compose_fact_sql, cutoff_shape, limit_cutoff
+from ..sql.reads import RowReadsMixin, StoreSQL
+from .episodes import EpisodeStoreMixin
+from .tx import SQLiteTx, _Checkpointer, _in, _split_sql
+
+__all__ = ["SQLiteStore"]
+
+
+log = logging.getLogger("chronomem.store.sqlite")
+
+# a read "as known at" a time waits at most this long (seconds) for an open
+# write (Store.settle); after that it answers without the finality guarantee
+SETTLE_WAIT = 5.0
+
+# name-cache warm-up: after this many cache misses in a process, the names
+# of a namespace (or all display names) are read at once, if at most _WARM_MAX
+_WARM_AFTER = 256
+_WARM_MAX = 500_000
+# a store with at most this many entities loads all display names at the
+# first miss (a few milliseconds; spares the next reads a lookup each)
+_WARM_SMALL = 20_000
+
+
+def _drop(owned: list[Any]) -> None:
+    """What a store that is garbage-collected (never closed) still owns."""
+    con, checkpointer = owned
+    if checkpointer is not None:
+        checkpointer.stop_soon()
+    if con is not None:
+        try:
+            con.close()
+        except sqlite3.Error:  # pragma: no cover
+            pass
+
+
+class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
+    """SQLite implementation of :class:`~chronomem.store.protocol.Store`."""
+
+    backend = "sqlite"
+    _rows_sql = StoreSQL("?")
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        clock: Any = None,
+        durability: str = "normal",
+        busy_timeout: float = 30.0,
+    ) -> None:
+        self.path = path
+        self.url = "sqlite:///" + path if path != ":memory:" else "sqlite://:memory:"
+        self._clock: Clock = clock or SystemClock()
+        # episodes and prefix search; a file store names its file (an in-memory one has none)
+        self.capabilities = Capabilities(episodes=True, entity_prefix_search=True,
+                                         local_path=None if path == ":memory:" else path)
+        self._lock = threading.RLock()
+        if path != ":memory:":
+            parent = Path(path).expanduser().resolve().parent
+            if not parent.exists():
+                parent.mkdir(parents=True, exist_ok=True)
+        self._busy_ms = int(busy_timeout * 1000)
+        if durability not in ("normal", "full"):
+            raise InvalidInputError(
+                f"durability must be 'normal' or 'full' on SQLite, not {durability!r}"
+                + (" ('async' is PostgreSQL's)" if durability == "async" else "")
+            )
+        self.durability = durability
+        self._con = self._connect()
+        self._checkpointer: _Checkpointer | None = None
+        if path != ":memory:":
+            # The writer never checkpoints (that is where SQLite fsyncs in WAL
+            # mode); a background thread with its own connection does.
+            self._checkpointer = _Checkpointer(path, self._busy_ms)
+        # A store dropped without close() closes its connection and stops its
+        # thread at once: a sqlite3.Connection sits in a reference cycle with
+        # its statement cache, so it would stay open until the cycle collector
+        # ran, holding the file open (and across a fork, see _fork).
+        self._owned: list[Any] = [self._con, self._checkpointer]
+        weakref.finalize(self, _drop, self._owned)
+        # set while a fork is under way (see _fork): whether this store's
+        # lock was taken and its connection closed for it
+        self._fork_held = False
+        self._fork_closed = False
+        # the pid of the process that opened this store, once a fork made
+        # this copy foreign (then every use raises StoreError)
+        self._foreign_of: int | None = None
+        # the read path's cursor (used under self._lock; a new cursor per
+        # statement costs more than the statement's own overhead)
+        self._read_cur = self._con.cursor()
+        self._entity_cache: dict[tuple[int, str], int] = {}
+        self._pred_cache: dict[tuple[int, str], PredicateRecord] = {}
+        self._pred_by_id: dict[int, PredicateRecord] = {}
+        self._sql_cache: dict[tuple[Any, ...], str] = {}
+        self._data_version = -1
+        self._names_version = -1
+        # a process that keeps missing the name caches loads a namespace's
+        # keys (or all display names) at once, if there are not too many
+        self._key_misses = 0
+        self._warm_keys: set[int] = set()
+        self._name_misses = 0
+        self._names_warm = False
+        self._last_sys: int | None = None
+        # every system time up to this one is final (see settle)
+        self._settled = -(2**63)
+        # entity id -> display name; names never change once created
+        self._names: dict[int, str] = {}
+        self._pred_names: dict[int, str] = {}
+        self._migrate()
+        _fork.track(self)
+
+    # -- lifecycle ------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        """A new connection with this store's settings."""
+        path = self.path
+        try:
+            con = sqlite3.connect(path, timeout=self._busy_ms / 1000, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open SQLite database {path!r}: {exc}") from None
+        try:
+            con.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
+            if path != ":memory:":
+                con.execute("PRAGMA journal_mode = WAL")
+                con.execute("PRAGMA wal_autocheckpoint = 0")  # the checkpointer thread does it
+            con.execute(f"PRAGMA synchronous = {'FULL' if self.durability == 'full' else 'NORMAL'}")
+            con.execute("PRAGMA foreign_keys = OFF")
+            con.execute("PRAGMA cache_size = -65536")
+            con.execute("PRAGMA mmap_size = 1073741824")
+            con.execute("PRAGMA temp_store = MEMORY")
+            con.execute("PRAGMA secure_delete = ON")  # deleted content is zeroed in the file (erasure)
+        except sqlite3.DatabaseError as exc:
+            con.close()
+            raise StoreError(f"{path!r} is not a usable SQLite database: {exc}") from None
+        return con
+
+    # -- fork (see _fork: the child must inherit no SQLite file state) ----
+    def _before_fork(self) -> None:
+        if self._foreign_of is not None or self.path == ":memory:":
+            return
+        # wait for this store's SQLite calls in flight (a write holds the lock
+        # for its whole transaction), at most as long as a writer would
+        self._fork_held = self._lock.acquire(timeout=self._busy_ms / 1000)
+        if not self._fork_held:
+            log.warning("fork: %s stayed busy for %.0f s; the child must not open it", self.path,
+                        self._busy_ms / 1000)
+            return
+        if self._con.in_transaction:  # the forking thread is inside a transaction of ours
+            log.warning("fork inside a transaction on %s: the child must not open it", self.path)
+            return
+        self._read_cur.close()
+        self._con.close()
+        self._fork_closed = True
+
+    def _after_fork_parent(self) -> None:
+        try:
+            if self._fork_closed:
+                self._con = self._owned[0] = self._connect()
+                self._read_cur = self._con.cursor()
+                self._data_version = -1  # a new connection counts from its own start
+        finally:
+            self._fork_closed = False
+            if self._fork_held:
+                self._fork_held = False
+                self._lock.release()
+
+    def _after_fork_child(self, parent_pid: int) -> None:
+        if self._foreign_of is not None:
+            return
+        if not self._fork_closed:
+            _fork.keep(self._con, self._read_cur)  # never finalized here
+        self._owned[:] = [None, None]  # nothing of it is this process's to close
+        self._con = self._read_cur = _fork.Foreign(parent_pid)  # type: ignore[assignment]
+        self._checkpointer = None
+        self._foreign_of = parent_pid
+        self._fork_closed = self._fork_held = False
+        self._lock = threading.RLock()
+
+    def _migrate(self) -> None:
+        migrations = load_migrations("sqlite")
+        with self._lock:
+            con = self._con
+            self._begin_immediate()
+            try:
+                con.execute(
+                    "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
+                    "name TEXT NOT NULL, applied_at INTEGER NOT NULL)"
+                )
+                done = {v for (v,) in con.execute("SELECT version FROM schema_migrations")}
+                latest = max(n for n, _, _ in migrations)
+                if done and max(done) > latest:
+                    raise SchemaVersionError(
+                        f"database schema version {max(done)} is newer than this chronomem ({latest}); "
+                        "upgrade chronomem"
+                    )
+                for number, name, sql in migrations:
+                    if number in done:
+                        continue
+                    log.info("applying migration %s", name)
+                    for statement in _split_sql(sql):
+                        con.execute(statement)
+                    con.execute(
+                        "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?,?,?)",
+                        (number, name, to_us(self._clock())),
+                    )
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+
+    def schema_version(self) -> int:
+        row = self._con.execute("SELECT max(version) FROM schema_migrations").fetchone()
+        return int(row[0] or 0)
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    def close(self) -> None:
+        if self._foreign_of is not None:
+            return  # the parent's: nothing of it is this process's to close
+        if self._checkpointer is not None:
+            self._checkpointer.stop()
+            self._checkpointer = None
+        with self._lock:
+            self._owned[:] = [None, None]
+            try:
+                self._con.close()
+            except sqlite3.Error:  # pragma: no cover
+                pass
+
+    # -- transactions ---------------------------------------------------
+    def _begin_immediate(self) -> None:
+        try:
+            self._con.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise StoreLockedError(f"database is locked by another writer: {exc}") from None
+            raise StoreError(str(exc)) from None
+
+    def _check_caches(self) -> bool:
+        """If another connection committed since we last looked (``PRAGMA
+        data_version``), forget the last system time and, if that commit
+        changed names (``meta.names_version``, bumped by aliases, merges,
+        predicate definitions and erasure), drop the name caches; returns
+        whether they were dropped. Ordinary writes keep the caches: a name
+        they add is simply not cached yet."""
+        version = self._con.execute("PRAGMA data_version").fetchone()[0]
+        if version == self._data_version:
+            return False
+        self._data_version = version
+        self._last_sys = None
+        row = self._con.execute("SELECT value FROM meta WHERE key = 'names_version'").fetchone()
+        names_version = int(row[0]) if row else 0
+        if names_version == self._names_version:
+            return False
+        self._names_version = names_version
+        self.drop_name_caches()
+        return True
+
+    def drop_name_caches(self) -> None:
+        """Forget every cached name key and predicate (ids' display names
+        never change and stay cached)."""
+        self._entity_cache.clear()
+        self._pred_cache.clear()
+        self._pred_by_id.clear()
+        self._warm_keys.clear()
+        self._key_misses = 0
+
+    def last_system_time(self) -> int:
+        row = self._con.execute("SELECT value FROM meta WHERE key = 'last_system_time'").fetchone()
+        return int(row[0]) if row else -(2**63)
+
+    @contextmanager
+    def write(self, *, shared: bool = False) -> Iterator[SQLiteTx]:
+        """One atomic ``BEGIN IMMEDIATE`` write transaction. SQLite has one
+        writer at a time, so ``shared`` (see the Store protocol) changes nothing."""
+        with self._lock:
+            self._begin_immediate()
+            try:
+                self._check_caches()
+                last = self._last_sys
+                if last is None:  # another connection may have written
+                    last = self.last_system_time()
+                now = max(to_us(self._clock()), last + 1)
+                self._con.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('last_system_time', ?)", (str(now),)
+                )
+                tx = SQLiteTx(self, now)
+                yield tx
+                self._con.execute("COMMIT")
+                # our own commits do not change data_version, so this stays
+                # valid until another connection writes
+                self._last_sys = max(now, self._last_sys or now)
+            except BaseException:
+                try:
+                    self._con.execute("ROLLBACK")
+                finally:
+                    self.drop_name_caches()
+                    self._last_sys = None
+                raise
+
+    def settle(self, known_at: int) -> None:
+        """Make the answer of a read "as known at" ``known_at`` final: if a
+        write may still be in flight with a system time at or before it, wait
+        for it (``BEGIN IMMEDIATE``), and move the clock past ``known_at``
+        (when it is not in the future) so no later write is stamped at or
+        before it. Does nothing inside a transaction of this connection."""
+        if known_at <= self._settled:
+            return
+        with self._lock:
+            if self._con.in_transaction:
+                return
+            last = self.last_system_time()
+            if known_at > last:
+                # wait for an open write at most SETTLE_WAIT: a read should
+                # not fail because a long import holds the write lock
+                self._con.execute(f"PRAGMA busy_timeout = {min(self._busy_ms, int(SETTLE_WAIT * 1000))}")
+                try:
+                    self._begin_immediate()
+                except StoreLockedError:
+                    log.warning("a write has held the lock for %.0f s: this read as known at %s may not be final",
+                                SETTLE_WAIT, from_us(known_at).isoformat())
+                    return
+                finally:
+                    self._con.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
+                try:
+                    last = self.last_system_time()
+                    if last < known_at <= to_us(peek_clock(self._clock)):
+                        self._con.execute(
+                            "INSERT OR REPLACE INTO meta (key, value) VALUES ('last_system_time', ?)",
+                            (str(known_at),),
+                        )
+                        last = known_at
+                    self._con.execute("COMMIT")
+                except BaseException:
+                    self._con.execute("ROLLBACK")
+                    raise
+                self._last_sys = None
+            self._settled = max(self._settled, last)
+
+    @contextmanager
+    def read(self) -> Iterator[None]:
+        """A consistent snapshot for several statements."""
+        with self._lock:
+            self._con.execute("BEGIN")
+            try:
+                self._check_caches()
+                yield None
+            finally:
+                self._con.execute("COMMIT")
+
+    # -- names ----------------------------------------------------------
+    def namespace_id(self, name: str, create: bool = True) -> int | None:
+        with self._lock:
+            row = self._con.execute("SELECT id FROM namespaces WHERE name = ?", (name,)).fetchone()
+            if row:
+                return int(row[0])
+            if not create:
+                return None
+            with self.write() as tx:
+                row = self._con.execute("SELECT id FROM namespaces WHERE name = ?", (name,)).fetchone()
+                if row:
+                    return int(row[0])
+                cur = self._con.execute(
+                    "INSERT INTO namespaces (name, created_at) VALUES (?, ?)", (name, tx.now)
+                )
+                return int(cur.lastrowid or 0)
+
+    def namespaces(self) -> list[str]:
+        with self._lock:
+            return [n for (n,) in self._con.execute("SELECT name FROM namespaces ORDER BY name")]
+
+    def _entity_id(self, ns_id: int, key: str, *, warm: bool = False) -> int | None:
+        """The entity a name key names (cached, with its display name).
+        ``warm`` (the read path): a process that keeps missing loads the
+        namespace's keys and names at once; a write never pays for that."""
+        cached = self._entity_cache.get((ns_id, key))
+        if cached is not None:
+            return cached
+        if warm and ns_id not in self._warm_keys:
+            self._key_misses += 1
+            if self._key_misses >= _WARM_AFTER:
+                self._warm_keys.add(ns_id)
+                (n,) = self._con.execute("SELECT count(*) FROM entity_keys WHERE ns_id = ?", (ns_id,)).fetchone()
+                if n <= _WARM_MAX:
+                    self._entity_cache.update(
+                        ((ns_id, k), eid) for k, eid in
+                        self._con.execute("SELECT key, entity_id FROM entity_keys WHERE ns_id = ?", (ns_id,))
+                    )
+                    cached = self._entity_cache.get((ns_id, key))
+                    if cached is not None:
+                        return cached
+        row = self._con.execute(
+            "SELECT k.entity_id, e.name FROM entity_keys k JOIN entities e ON e.id = k.entity_id "
+            "WHERE k.ns_id = ? AND k.key = ?", (ns_id, key)
+        ).fetchone()
+        if row is None:
+            return None
+        eid = int(row[0])
+        self._entity_cache[(ns_id, key)] = eid
+        self._names[eid] = row[1]
+        return eid
+
+    def entity_id(self, ns_id: int, key: str) -> int | None:
+        with self._lock:
+            self._check_caches()
+            return self._entity_id(ns_id, key, warm=True)
+
+    def _entity_record(self, r: Sequence[Any]) -> EntityRecord:
+        aliases = tuple(
+            a for (a,) in self._con.execute(
+                "SELECT alias_name FROM entity_keys WHERE entity_id = ? AND alias_name IS NOT NULL ORDER BY alias_name",
+                (r[0],),
+            )
+        )
+        return EntityRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], aliases)
+
+    def entity_names(self, ids: Iterable[int]) -> dict[int, str]:
+        """Display names of entity ids (cached: a name never changes and ids
+        are never reused, see migration 0004). The returned mapping covers at
+        least ``ids``."""
+        names = self._names
+        missing = [i for i in ids if i not in names] if ids else []
+        if missing:
+            with self._lock:
+                if not self._names_warm:
+                    self._name_misses += 1
+                    if self._name_misses == 1:
+                        # a small store loads every name at its first miss
+                        # (max(id) bounds the count: ids are never reused)
+                        (top,) = self._con.execute("SELECT max(id) FROM entities").fetchone()
+                        load = (top or 0) <= _WARM_SMALL
+                    else:
+                        load = False
+                    if not load and self._name_misses >= _WARM_AFTER:
+                        self._names_warm = True
+                        (n,) = self._con.execute("SELECT count(*) FROM entities").fetchone()
+                        load = n <= _WARM_MAX
+                    if load:
+                        self._names_warm = True
+                        names.update(self._con.execute("SELECT id, name FROM entities"))
+                        missing = [i for i in missing if i not in names]
+                for start in range(0, len(missing), 500):
+                    chunk = missing[start:start + 500]
+                    for eid, name in self._con.execute(
+                        "SELECT id, name FROM entities WHERE " + _in("id", chunk), chunk
+                    ):
+                        names[eid] = name
+        return names
+
+    def predicate_names(self, ids: Iterable[int]) -> dict[int, str]:
+        """Display names of predicate ids (cached: a name never changes)."""
+        names = self._pred_names
+        missing = [i for i in ids if i not in names] if ids else []
+        if missing:
+            with self._lock:
+                for pid, name in self._con.execute(
+                    "SELECT id, name FROM predicates WHERE " + _in("id", missing), missing
+                ):
+                    names[pid] = name
+        return names
+
+    def entity(self, entity_id: int) -> EntityRecord | None:
+        with self._lock:
+            r = self._con.execute(
+                "SELECT id, ns_id, key, name, type, properties, created_at FROM entities WHERE id = ?", (entity_id,)
+            ).fetchone()
+            return None if r is None else self._entity_record(r)
+
+    def entities(self, ns_id: int) -> list[EntityRecord]:
+        with self._lock:
+            rows = self._con.execute(
+                "SELECT id, ns_id, key, name, type, properties, created_at FROM entities WHERE ns_id = ? ORDER BY id",
+                (ns_id,),
+            ).fetchall()
+            return [self._entity_record(r) for r in rows]
+
+    def entities_by_key_substring(self, ns_id: int, text: str, limit: int) -> list[EntityRecord]:
+        pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        with self._lock:
+            rows = self._con.execute(
+                "SELECT DISTINCT e.id, e.ns_id, e.key, e.name, e.type, e.properties, e.created_at "
+                "FROM entity_keys k JOIN entities e ON e.id = k.entity_id "
+                "WHERE k.ns_id = ? AND (k.key LIKE ? ESCAPE '\\' OR lower(e.name) LIKE lower(?) ESCAPE '\\') "
+                "ORDER BY e.id LIMIT ?",
+                (ns_id, pattern, pattern, limit),
+            ).fetchall()
+            return [self._entity_record(r) for r in rows]
+
+    def _pred_record(self, r: Sequence[Any]) -> PredicateRecord:
+        aliases = tuple(
+            a for (a,) in self._con.execute(
+                "SELECT alias_name FROM predicate_keys WHERE predicate_id = ? AND alias_name IS NOT NULL "
+                "ORDER BY alias_name",
+                (r[0],),
+            )
+        )
+        return PredicateRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7]), aliases)
+
+    def predicate(self, ns_id: int, key: str) -> PredicateRecord | None:
+        with self._lock:
+            self._check_caches()
+            cached = self._pred_cache.get((ns_id, key))
+            if cached is not None:
+                return cached
+            r = self._con.execute(
+                "SELECT p.id, p.ns_id, p.key, p.name, p.cardinality, p.inverse, p.description, p.declared "
+                "FROM predicate_keys k JOIN predicates p ON p.id = k.predicate_id WHERE k.ns_id = ? AND k.key = ?",
+                (ns_id, key),
+            ).fetchone()
+            if r is None:
+                return None
+            rec = self._pred_record(r)
+            self._pred_cache[(ns_id, key)] = rec
+            return rec
+
+    def predicate_by_id(self, predicate_id: int) -> PredicateRecord | None:
+        with self._lock:
+            self._check_caches()
+            cached = self._pred_by_id.get(predicate_id)
+            if cached is not None:
+                return cached
+            r = self._con.execute(
+                "SELECT id, ns_id, key, name, cardinality, inverse, description, declared FROM predicates WHERE id = ?",
+                (predicate_id,),
+            ).fetchone()
+            if r is None:
+                return None
+            rec = self._pred_by_id[predicate_id] = self._pred_record(r)
+            return rec
+
+    def predicates(self, ns_id: int) -> list[PredicateRecord]:
+        with self._lock:
+            rows = self._con.execute(
+                "SELECT id, ns_id, key, name, cardinality, inverse, description, declared FROM predicates "
+                "WHERE ns_id = ? ORDER BY key",
+                (ns_id,),
+            ).fetchall()
+            return [self._pred_record(r) for r in rows]
+
+    # -- fact reads -----------------------------------------------------
+    def query_sql(self, q: FactQuery) -> tuple[str, list[Any]]:
+        """The SQL and parameters :meth:`query` runs for ``q``."""
+        return self._build_sql(q, SELECT_FACT, "9, 2, 3")
+
+    def read_sql(self, q: FactQuery) -> tuple[str, list[Any]]:
+        """The SQL and parameters :meth:`query_tuples` runs for ``q``."""
+        return self._build_sql(q, SELECT_READ, "7, 1, 2")
+
+    def _build_sql(self, q: FactQuery, head: str, union_order: str) -> tuple[str, list[Any]]:
+        # The SQL text depends only on the query's shape: build it once per shape.
+        shape = (
+            head, q.all_versions, q.known_at is None, q.as_of is None, q.overlap is None,
+            None if q.fact_ids is None else len(q.fact_ids),
+            None if q.subject_ids is None else len(q.subject_ids),
+            q.object_id is None, q.object_lit is None, q.direction, q.limit is None,
+            q.subject_key is None, q.predicate_key is None,
+        )
+        sql = self._sql_cache.get(shape)
+        if sql is None:
+            sql, params = self._compose_sql(q, head, union_order)
+            if len(self._sql_cache) < 512:
+                self._sql_cache[shape] = sql
+            return sql, params
+        return sql, _query_params(q)
+
+    def _compose_sql(self, q: FactQuery, head: str, union_order: str) -> tuple[str, list[Any]]:
+        # the read path sorts one entity's rows itself (see caller_sorts)
+        return compose_fact_sql(q, head, union_order, "?", _in_params, "0", order=head is not SELECT_READ)
+
+    def query(self, q: FactQuery) -> list[Row]:
+        sql, params = self.query_sql(q)
+        with self._lock:
+            return [Row(*r) for r in self._con.execute(sql, params)]
+
+    def query_tuples(self, q: FactQuery) -> list[tuple[Any, ...]]:
+        """The read path: raw tuples in ``READ_COLUMNS`` order, no names
+        (resolve them with :meth:`entity_names` / :meth:`predicate_names`)."""
+        with self._lock:
+            if q.limit is None or not cutoff_shape(q):
+                sql, params = self.read_sql(q)
+                rows: list[tuple[Any, ...]] = self._read_cur.execute(sql, params).fetchall()
+                if len(rows) > 1 and caller_sorts(q):
+                    rows.sort(key=_READ_ORDER)
+                return rows
+            # the cut-off and the read must see one snapshot
+            own = not self._con.in_transaction
+            if own:
+                self._con.execute("BEGIN")
+            try:
+                cutoff = limit_cutoff(q, lambda sql, params: self._con.execute(sql, params).fetchall(), "?")
+                if cutoff is None:
+                    sql, params = self.read_sql(q)
+                else:
+                    sql, params = compose_fact_sql(q, SELECT_READ, "7, 1, 2", "?", _in_params, "0", cutoff)
+                return self._con.execute(sql, params).fetchall()
+            finally:
+                if own:
+                    self._con.execute("COMMIT")
+
+    def _fetch(self, *queries: tuple[str, Sequence[Any]]) -> list[list[tuple[Any, ...]]]:
+        with self._lock:
+            return [self._con.execute(sql, params).fetchall() for sql, params in queries]
+
+    def sources(self, fact_ids: Sequence[str]) -> list[tuple[str, str | None, str | None, int]]:
+        if not fact_ids:
+            return []
+        with self._lock:
+            return [
+                (r[0], r[1], r[2], r[3])
+                for r in self._con.execute(
+                    "SELECT fact_id, source, episode_id, recorded_at FROM fact_sources WHERE "
+                    + _in("fact_id", fact_ids) + " ORDER BY rowid",
+                    list(fact_ids),
+                )
+            ]
+
+    def stats(self, ns_id: int, now: int) -> dict[str, int]:
+        with self._lock:
+            con = self._con
+
+            def one(sql: str, *params: Any) -> int:
+                return int(con.execute(sql, params).fetchone()[0] or 0)
+
+            versions, facts, current, retracted = con.execute(
+                f"SELECT count(*), sum(system_to = {MAX_US}), "
+                f"sum(system_to = {MAX_US} AND valid_from <= ? AND valid_to > ?), "
+                "count(DISTINCT CASE WHEN close_kind = 'retracted' THEN fact_id END) "
+                "FROM facts WHERE ns_id = ?",
+                (now, now, ns_id),
+            ).fetchone()
+            return {
+                "entities": one("SELECT count(*) FROM entities WHERE ns_id = ?", ns_id),
+                "predicates": one("SELECT count(*) FROM predicates WHERE ns_id = ?", ns_id),
+                "versions": int(versions or 0),
+                "facts": int(facts or 0),
+                "current": int(current or 0),
+                "retracted": int(retracted or 0),
+            }
+
+    def file_size(self) -> int:
+        if self.path == ":memory:":
+            return 0
+        total = 0
+        for suffix in ("", "-wal"):
+            try:
+                total += os.path.getsize(self.path + suffix)
+            except OSError:
+                pass
+        return total
+
+
+def _query_params(q: FactQuery) -> list[Any]:
+    """The parameters of :meth:`SQLiteStore._compose_sql`'s SQL, in its order."""
+    cparams: list[Any] = []
+    if not q.all_versions and q.known_at is not None:
+        cparams += [q.known_at, q.known_at]
+    if q.as_of is not None:
+        cparams += [q.as_of, q.as_of]
+    if q.overlap is not None:
+        cparams += [q.overlap[1], q.overlap[0]]
+    if q.predicate_key is not None:
+        cparams += [q.ns_id, q.predicate_key]
+    if q.fact_ids is not None:
+        cparams += q.fact_ids
+    out: list[Any] = []
+    if q.subject_ids is None and q.subject_key is None:
+        out.append(q.ns_id)
+        if q.object_id is not None:
+            out.append(q.object_id)
+        if q.object_lit is not None:
+            out.append(q.object_lit)
+        out += cparams
+    else:
+        entity: Sequence[Any] = (q.ns_id, q.subject_key) if q.subject_ids is None else q.subject_ids
+        if q.direction in ("out", "both"):
+            out += entity
+            if q.object_id is not None:
+                out.append(q.object_id)
+            if q.object_lit is not None:
+                out.append(q.object_lit)
+            out += cparams
+        if q.direction in ("in", "both") and q.object_lit is None:
+            out += entity
+            if q.object_id is not None:
+                out.append(q.object_id)
+            if q.direction == "both":
+                out += entity
+            out += cparams
+    if q.limit is not None:
+        out.append(q.limit)
+    return out
+
+
+# (valid_from, rowid) of a READ_COLUMNS tuple: the order of every read
+_READ_ORDER = itemgetter(READ_COLUMNS.index("valid_from"), READ_COLUMNS.index("rowid"))
+
+
+def _in_params(column: str, values: Sequence[Any], params: list[Any]) -> str:
+    params.extend(values)
+    return _in(column, values)
