@@ -243,7 +243,7 @@ def test_no_cache_keeps_the_erased_vector(make_memory: MemoryFactory) -> None:
         m.use_embedder(_embedder())
     a, b, c = _add_story(writer)
     assert b in {h.episode.id for h in reader.search(TOKEN, view="raw", config="dense")}
-    (slot,) = reader._vectors._slots.values()  # type: ignore[union-attr]
+    (slot,) = reader._embedding.vectors()._slots.values()
     size = slot.size
     erased_rowid = writer.store.episode_by_id(b).rowid  # type: ignore[attr-defined]
     assert erased_rowid in set(slot.rowids.tolist())
@@ -252,7 +252,7 @@ def test_no_cache_keeps_the_erased_vector(make_memory: MemoryFactory) -> None:
     assert writer.reindex(lexical=False)["vectors"] == 1  # the note gets its vector: the count is back
     hits = reader.search(TOKEN, view="raw", config="dense")
     assert b not in {h.episode.id for h in hits} and unembedded in {h.episode.id for h in hits}
-    (slot,) = reader._vectors._slots.values()  # type: ignore[union-attr]
+    (slot,) = reader._embedding.vectors()._slots.values()
     assert slot.size == size and erased_rowid not in set(slot.rowids.tolist())
     # and the reader's context vectors are a session without the turn
     assert hit_rows(reader, TOKEN, config="dense") == hit_rows(writer, TOKEN, config="dense")

@@ -1,4 +1,4 @@
-"""No import cycles in the package, but the one known and scheduled to go.
+"""No import cycles in the package.
 
 The import graph of ``src/chronomem`` is read with :mod:`ast`: every
 ``import`` and ``from ... import`` anywhere in a module (function bodies and
@@ -20,10 +20,7 @@ import chronomem
 
 PACKAGE = Path(chronomem.__file__).resolve().parent
 
-# the Memory mixins; removed by the layered redesign (issue 13)
-KNOWN_CYCLES = [
-    ["chronomem.memory", "chronomem.service.evidence.episodes", "chronomem.service.evidence.recall"],
-]
+KNOWN_CYCLES: list[list[str]] = []
 
 
 def _module_files(root: Path) -> dict[str, Path]:

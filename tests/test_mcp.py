@@ -81,7 +81,7 @@ def test_handshake_instructions_tools_and_resources(mem: Memory) -> None:
 
 # -- every tool's schema matches the Memory method it wraps ------------------
 def test_tool_schemas_match_memory_signatures(mem: Memory) -> None:
-    from chronomem.memory import _CORRECTABLE
+    from chronomem.service.facts import _CORRECTABLE
 
     tools = run(mem, lambda c: c.list_tools()).tools
     wraps = tool_wraps()

@@ -7,9 +7,9 @@ import json
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..errors import InvalidInputError
-from ..store.protocol import Row
 from .models import Fact
 from .time import MAX_US, MIN_US, Precision, TimePoint, format_us, from_us, parse_time
+from .version import Row
 
 __all__ = ["decode_literal", "encode_literal", "row_to_fact", "tuples_to_facts", "dump_props", "load_props"]
 

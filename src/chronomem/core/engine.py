@@ -24,8 +24,8 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right, insort
 from typing import Callable, Iterable
 
-from ..store.protocol import ObjKey, Row
 from .time import MAX_US
+from .version import ObjKey, Row
 
 __all__ = ["TxWork", "GroupState"]
 

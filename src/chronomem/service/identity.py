@@ -1,5 +1,5 @@
 """Entities, aliases, merges and predicate declarations: the identity half of
-:class:`~chronomem.Memory` (mixed into it). Names resolve through keys
+:class:`~chronomem.Memory`. Names resolve through keys
 (:mod:`chronomem.core.names`); a merge rewrites the folded entity's facts as new
 system-time versions and is recorded as an operation that :meth:`unmerge`
 reverses.
@@ -8,7 +8,7 @@ reverses.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Literal, Mapping, Sequence
+from typing import Any, Literal, Mapping, Sequence
 
 from ..core.codec import dump_props, load_props
 from ..core.ids import new_id
@@ -21,66 +21,56 @@ from ..errors import (
     InvalidInputError,
     PredicateNotFoundError,
 )
-from ..store.protocol import EntityRecord, PredicateRecord, Store, WriteTx
+from ..store.protocol import EntityRecord, PredicateRecord, WriteTx
+from .scope import Scope
+from .unit_of_work import writing
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ..core.engine import TxWork
-
-__all__ = ["IdentityMixin", "local_merge_payload", "portable_merge_payload", "restore_merge"]
+__all__ = ["Identity", "local_merge_payload", "portable_merge_payload", "restore_merge"]
 
 
-class IdentityMixin:
-    """Entity and predicate management; relies on the façade's core helpers."""
+class Identity:
+    """Entities, aliases, merges and predicates of one namespace."""
 
-    _store: Store
-    _ns: int
-    namespace: str
-
-    if TYPE_CHECKING:  # provided by Memory
-        def _work(self, tx: WriteTx) -> TxWork: ...
-        @staticmethod
-        def _flush(tx: WriteTx, work: TxWork) -> None: ...
-        def _entity_for_write(self, tx: WriteTx, name: object, what: str = "entity") -> int: ...
-        def _require_entity(self, name: object, what: str = "entity") -> int: ...
-        def _predicate_for_read(self, name: object) -> PredicateRecord | None: ...
+    def __init__(self, scope: Scope) -> None:
+        self._scope = scope
 
     def _entity_model(self, rec: EntityRecord) -> Entity:
         return Entity(
             id=rec.id, name=rec.name, key=rec.key, type=rec.type, properties=load_props(rec.properties),
-            aliases=rec.aliases, namespace=self.namespace, created_at=from_us(rec.created_at),
+            aliases=rec.aliases, namespace=self._scope.namespace, created_at=from_us(rec.created_at),
         )
 
     def entity(self, name: str) -> Entity:
         """The entity ``name`` (or an alias) resolves to."""
-        rec = self._store.entity(self._require_entity(name))
+        rec = self._scope.store.entity(self._scope.require_entity(name))
         assert rec is not None
         return self._entity_model(rec)
 
     def entities(self) -> list[Entity]:
-        return [self._entity_model(r) for r in self._store.entities(self._ns)]
+        return [self._entity_model(r) for r in self._scope.store.entities(self._scope.ns_id)]
 
     def set_entity(self, name: str, *, type: str | None = None, properties: Mapping[str, Any] | None = None) -> Entity:
         """Create or update an entity's type and properties."""
         if type is not None and not isinstance(type, str):
             raise InvalidInputError(f"entity type must be a string, not {type!r}")
         props = dump_props(dict(properties) if isinstance(properties, Mapping) else properties)
-        with self._store.write() as tx:
-            eid = self._entity_for_write(tx, name)
-            tx.update_entity(eid, type, props)
+        with writing(self._scope) as uow:
+            uow.tx.update_entity(uow.entity(name), type, props)
         return self.entity(name)
 
     def alias(self, name: str, alias: str) -> Entity:
         """Make ``alias`` resolve to the entity ``name`` (created if missing)."""
         akey = normalize_key(alias, "alias")
-        with self._store.write() as tx:
-            eid = self._entity_for_write(tx, name)
-            other = tx.entity_id(self._ns, akey)
+        with writing(self._scope) as uow:
+            tx = uow.tx
+            eid = uow.entity(name)
+            other = tx.entity_id(self._scope.ns_id, akey)
             if other is not None and other != eid:
                 raise AliasConflictError(
                     f"{alias!r} already names another entity; use merge({name!r}, {alias!r}) to fold it into {name!r}"
                 )
             if other is None:
-                tx.add_entity_key(self._ns, akey, eid, alias.strip())
+                tx.add_entity_key(self._scope.ns_id, akey, eid, alias.strip())
         return self.entity(name)
 
     def merge(self, keep: str, fold: str) -> str:
@@ -89,16 +79,17 @@ class IdentityMixin:
         entities) and its names become aliases. Returns an operation id for
         :meth:`unmerge`."""
         op_id = new_id()
-        with self._store.write() as tx:
-            keep_id = tx.entity_id(self._ns, normalize_key(keep, "entity"))
-            fold_id = tx.entity_id(self._ns, normalize_key(fold, "entity"))
+        with writing(self._scope) as uow:
+            tx = uow.tx
+            keep_id = tx.entity_id(self._scope.ns_id, normalize_key(keep, "entity"))
+            fold_id = tx.entity_id(self._scope.ns_id, normalize_key(fold, "entity"))
             if keep_id is None:
                 raise EntityNotFoundError(f"no entity named {keep!r}")
             if fold_id is None:
                 raise EntityNotFoundError(f"no entity named {fold!r}")
             if keep_id == fold_id:
                 raise InvalidInputError(f"{keep!r} and {fold!r} are already the same entity")
-            work = self._work(tx)
+            work = uow.work
             for row in tx.believed_rows_touching_entity(fold_id):
                 live = work.find_believed(row.fact_id, row.subject_id, row.predicate_id)
                 if live is None:
@@ -108,30 +99,31 @@ class IdentityMixin:
                     object_id=keep_id if live.object_id == fold_id else live.object_id,
                     version=live.version + 1,
                 )
-                pred = self._store.predicate_by_id(live.predicate_id)
+                pred = self._scope.store.predicate_by_id(live.predicate_id)
                 work.place(cand, single=pred is not None and pred.cardinality == "one", keep=live)
             closed = [rowid for rowid, _kind, _by in work.closes]
             work.closes = [(rowid, "merged", op_id) for rowid, _k, _b in work.closes]
-            self._flush(tx, work)
-            rec = self._store.entity(fold_id)
+            uow.flush()
+            rec = self._scope.store.entity(fold_id)
             keys = tx.move_entity_keys(fold_id, keep_id)
-            tx.add_entity_key(self._ns, normalize_key(fold, "entity"), keep_id, rec.name if rec else fold)
+            tx.add_entity_key(self._scope.ns_id, normalize_key(fold, "entity"), keep_id, rec.name if rec else fold)
             payload = {"keep": keep_id, "fold": fold_id, "keys": keys, "closed": closed}
-            tx.record_operation(op_id, self._ns, "merge", json.dumps(payload))
+            tx.record_operation(op_id, self._scope.ns_id, "merge", json.dumps(payload))
         return op_id
 
     def unmerge(self, op_id: str) -> None:
         """Undo :meth:`merge`: the folded entity gets its names back and every
         fact version the merge replaced is believed again (as new versions)."""
-        with self._store.write() as tx:
+        with writing(self._scope) as uow:
+            tx = uow.tx
             op = tx.operation(op_id)
             if op is None or op[0] != "merge":
                 raise InvalidInputError(f"no merge operation with id {op_id!r}")
             if op[2] is not None:
                 raise InvalidInputError(f"merge {op_id} was already undone")
             payload = json.loads(op[1])
-            work = self._work(tx)
-            closed_rows = [r for r in tx.rows_closed_by(self._ns, op_id) if r.rowid in set(payload["closed"])]
+            work = uow.work
+            closed_rows = [r for r in tx.rows_closed_by(self._scope.ns_id, op_id) if r.rowid in set(payload["closed"])]
             for prior in closed_rows:
                 versions = tx.rows_of_fact(prior.fact_id)
                 for v in versions:
@@ -143,8 +135,8 @@ class IdentityMixin:
                 versions = tx.rows_of_fact(prior.fact_id)
                 cand = prior.copy(version=max(v.version for v in versions) + 1 + len(work.new_rows))
                 work.insert(work.group(prior.subject_id, prior.predicate_id), cand)
-            self._flush(tx, work)
-            tx.set_entity_keys(self._ns, payload["keys"], payload["fold"])
+            uow.flush()
+            tx.set_entity_keys(self._scope.ns_id, payload["keys"], payload["fold"])
             tx.mark_operation_undone(op_id)
 
     def define_predicate(
@@ -166,12 +158,13 @@ class IdentityMixin:
         inverse_name = inverse.strip() if inverse else None
         if inverse is not None:
             normalize_key(inverse, "inverse")
-        with self._store.write() as tx:
+        with self._scope.store.write() as tx:
             for akey, aname in alias_keys:
-                other = tx.predicate(self._ns, akey)
+                other = tx.predicate(self._scope.ns_id, akey)
                 if other is not None and other.key != key:
                     raise AliasConflictError(f"{aname!r} already names predicate {other.name!r}")
-            rec = tx.define_predicate(self._ns, key, name.strip(), cardinality, inverse_name, description, alias_keys)
+            rec = tx.define_predicate(self._scope.ns_id, key, name.strip(), cardinality, inverse_name, description,
+                                      alias_keys)
         return self._predicate_model(rec)
 
     @staticmethod
@@ -183,10 +176,10 @@ class IdentityMixin:
         )
 
     def predicates(self) -> list[Predicate]:
-        return [self._predicate_model(r) for r in self._store.predicates(self._ns)]
+        return [self._predicate_model(r) for r in self._scope.store.predicates(self._scope.ns_id)]
 
     def predicate(self, name: str) -> Predicate:
-        rec = self._predicate_for_read(name)
+        rec = self._scope.predicate(name)
         if rec is None:
             raise PredicateNotFoundError(f"no predicate named {name!r}")
         return self._predicate_model(rec)

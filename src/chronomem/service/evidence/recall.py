@@ -11,15 +11,20 @@ from typing import TYPE_CHECKING, cast
 
 from ...core.models import Fact
 from ...core.names import normalize_key
+from ...core.time import TimeLike
 from ...errors import InvalidInputError
 from .lexical import STOPWORDS
 from .models import Hit, Recall, RecallItem
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...memory import Memory
     from ...store.protocol import EpisodeStore
+    from ..reads import FactReads
+    from ..scope import Scope
+    from .search import Search
 
-__all__ = ["estimate_tokens", "recall"]
+__all__ = ["Recaller", "estimate_tokens"]
+
+_HITS = 10  # episodes asked of the search
 
 _WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*", re.UNICODE)
 _MAX_NGRAM = 4
@@ -39,7 +44,7 @@ def _ngrams(words: list[str]) -> list[str]:
     return out
 
 
-def _find_entities(mem: "Memory", question: str) -> tuple[list[str], list[str]]:
+def _find_entities(scope: Scope, question: str) -> tuple[list[str], list[str]]:
     """Entities named in the question (exact name or alias, longest first) and
     fuzzy candidates (names sharing the first four letters of a capitalised
     word the exact match did not explain), never picked."""
@@ -51,10 +56,10 @@ def _find_entities(mem: "Memory", question: str) -> tuple[list[str], list[str]]:
             key = normalize_key(gram, "name")
         except InvalidInputError:
             continue
-        eid = mem.store.entity_id(mem._ns, key)
+        eid = scope.store.entity_id(scope.ns_id, key)
         if eid is None or eid in covered:
             continue
-        rec = mem.store.entity(eid)
+        rec = scope.store.entity(eid)
         if rec is not None:
             covered.add(eid)
             names.append(rec.name)
@@ -68,10 +73,10 @@ def _find_entities(mem: "Memory", question: str) -> tuple[list[str], list[str]]:
             key = normalize_key(w, "name")
         except InvalidInputError:
             continue
-        if mem.store.capabilities.entity_prefix_search:
-            found = list(cast("EpisodeStore", mem.store).entity_names_with_prefix(mem._ns, key[:4], 5))
+        if scope.store.capabilities.entity_prefix_search:
+            found = list(cast("EpisodeStore", scope.store).entity_names_with_prefix(scope.ns_id, key[:4], 5))
         else:  # a backend without the prefix primitive: substring scan
-            found = [rec.name for rec in mem.store.entities_by_key_substring(mem._ns, key[:4], 5)]
+            found = [rec.name for rec in scope.store.entities_by_key_substring(scope.ns_id, key[:4], 5)]
         for name in found:
             if name not in names and name not in candidates:
                 candidates.append(name)
@@ -95,57 +100,70 @@ def _episode_line(hit: Hit) -> str:
     return line
 
 
-def recall(mem: "Memory", question: str, *, at: object = None, budget_tokens: int = 1500, k: int = 10) -> Recall:
-    """See :meth:`chronomem.Memory.recall`."""
-    if not isinstance(question, str) or not question.strip():
-        raise InvalidInputError("recall question must be a non-empty string")
-    if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int) or budget_tokens < 1:
-        raise InvalidInputError(f"budget_tokens must be a positive integer, not {budget_tokens!r}")
-    when = mem.parse_time(at, "at").datetime if at is not None else mem.now()  # type: ignore[arg-type]
-    names, candidates = _find_entities(mem, question)
-    facts: list[Fact] = []
-    seen_facts: set[str] = set()
-    for name in names:
-        for f in mem.facts(name, as_of=when, direction="both", limit=_FACTS_PER_ENTITY):
-            if f.id not in seen_facts:
-                seen_facts.add(f.id)
-                facts.append(f)
-    # at=None searches as of now without settling a past system time
-    hits = mem.search(question, k=k, view="as_world", at=when if at is not None else None)
-    items: list[RecallItem] = []
-    used = 0
-    header = "Facts (valid at " + when.date().isoformat() + "):"
-    lines: list[str] = []
-    fact_lines = []
-    for f in facts:
-        text = f.line()
-        cost = estimate_tokens(text)
-        if used + cost > budget_tokens:
-            break
-        used += cost
-        items.append(RecallItem("fact", f.id, text, cost))
-        fact_lines.append(f"- {text}")
-    if fact_lines:
-        lines += [header, *fact_lines]
-    ep_lines = []
-    seen_eps: set[str] = set()
-    for hit in hits:
-        if hit.episode.id in seen_eps:
-            continue
-        seen_eps.add(hit.episode.id)
-        text = _episode_line(hit)
-        cost = estimate_tokens(text)
-        if used + cost > budget_tokens:
-            continue  # a shorter one further down may still fit
-        used += cost
-        items.append(RecallItem("episode", hit.episode.id, text, cost))
-        ep_lines.append(f"- {text} [{hit.episode.id}]")
-    if ep_lines:
-        lines += ["Evidence:", *ep_lines]
-    if candidates:
-        lines.append("Possibly meant (not used): " + ", ".join(candidates))
-    return Recall(
-        question=question, at=when, text="\n".join(lines), items=tuple(items), entities=tuple(names),
-        candidates=tuple(candidates), facts=tuple(f for f in facts if f.id in {i.cite for i in items}),
-        hits=tuple(hits), tokens=used, budget_tokens=budget_tokens,
-    )
+class Recaller:
+    """Recall over one namespace: its facts and the search of its episodes."""
+
+    def __init__(self, scope: Scope, reads: FactReads, search: Search) -> None:
+        self._scope = scope
+        self._reads = reads
+        self._search = search
+
+    def recall(self, question: str, *, at: TimeLike | None = None, budget_tokens: int = 1500) -> Recall:
+        """Everything the memory knows for ``question``, packed for a prompt:
+        the entities it names (exact names and aliases; fuzzy matches are only
+        listed as candidates), their facts valid at ``at`` (default now), then
+        evidence from :meth:`search` in the ``as_world`` view, deduplicated
+        per episode, each item with a citation id, within ``budget_tokens``."""
+        if not isinstance(question, str) or not question.strip():
+            raise InvalidInputError("recall question must be a non-empty string")
+        if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int) or budget_tokens < 1:
+            raise InvalidInputError(f"budget_tokens must be a positive integer, not {budget_tokens!r}")
+        scope = self._scope
+        when = scope.parse_time(at, "at").datetime if at is not None else scope.now()
+        names, candidates = _find_entities(scope, question)
+        facts: list[Fact] = []
+        seen_facts: set[str] = set()
+        for name in names:
+            for f in self._reads.facts(name, as_of=when, direction="both", limit=_FACTS_PER_ENTITY):
+                if f.id not in seen_facts:
+                    seen_facts.add(f.id)
+                    facts.append(f)
+        # at=None searches as of now without settling a past system time
+        hits = self._search.search(question, k=_HITS, view="as_world", at=when if at is not None else None)
+        items: list[RecallItem] = []
+        used = 0
+        header = "Facts (valid at " + when.date().isoformat() + "):"
+        lines: list[str] = []
+        fact_lines = []
+        for f in facts:
+            text = f.line()
+            cost = estimate_tokens(text)
+            if used + cost > budget_tokens:
+                break
+            used += cost
+            items.append(RecallItem("fact", f.id, text, cost))
+            fact_lines.append(f"- {text}")
+        if fact_lines:
+            lines += [header, *fact_lines]
+        ep_lines = []
+        seen_eps: set[str] = set()
+        for hit in hits:
+            if hit.episode.id in seen_eps:
+                continue
+            seen_eps.add(hit.episode.id)
+            text = _episode_line(hit)
+            cost = estimate_tokens(text)
+            if used + cost > budget_tokens:
+                continue  # a shorter one further down may still fit
+            used += cost
+            items.append(RecallItem("episode", hit.episode.id, text, cost))
+            ep_lines.append(f"- {text} [{hit.episode.id}]")
+        if ep_lines:
+            lines += ["Evidence:", *ep_lines]
+        if candidates:
+            lines.append("Possibly meant (not used): " + ", ".join(candidates))
+        return Recall(
+            question=question, at=when, text="\n".join(lines), items=tuple(items), entities=tuple(names),
+            candidates=tuple(candidates), facts=tuple(f for f in facts if f.id in {i.cite for i in items}),
+            hits=tuple(hits), tokens=used, budget_tokens=budget_tokens,
+        )

@@ -1,0 +1,261 @@
+"""Hybrid search over episodes: BM25 and dense vectors fused, boosted by
+time, mentions, speaker and session, filtered by a time view (``raw``,
+``as_recorded``, ``as_world``) and annotated with the facts citing each hit."""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import Any
+
+from ...core.models import Fact
+from ...core.time import TimeLike, from_us, to_us
+from ...errors import InvalidInputError
+from ...store.protocol import EpisodeFilter, EpisodeStore
+from ..reads import FactReads
+from ..scope import Scope
+from .embedding import Embedding
+from .episodes import Episodes, episode_store, opt_str
+from .fusion import group_boost, relative_contributions, rrf_contributions
+from .lexical import fts_query, query_terms
+from .models import (
+    MAX_EPISODE_CHARS,
+    VIEWS,
+    FactNote,
+    Hit,
+    ScoreParts,
+    SearchConfig,
+)
+from .timemention import resolve_mentions
+
+__all__ = ["Search"]
+
+log = logging.getLogger("chronomem.evidence")
+
+_WHEN_QUESTION = re.compile(
+    r"^\s*(?:when\b|what (?:year|month|date|day|time|week)\b|which (?:year|month|day|week)\b|"
+    r"how long (?:ago|has|have|had|did|was|were)\b)|\b(?:when did|when was|when is|when will|since when)\b",
+    re.I,
+)
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _embed_pool() -> ThreadPoolExecutor:
+    """The worker that embeds a search's query while the lexical side runs."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="chronomem-embed")
+        return _POOL
+
+
+def _forget_pool_in_child() -> None:
+    """A forked child has none of the parent's threads: it starts its own pool."""
+    global _POOL, _POOL_LOCK
+    _POOL = None
+    _POOL_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_in_child)
+
+
+class Search:
+    """Search of one namespace's episodes."""
+
+    def __init__(self, scope: Scope, reads: FactReads, episodes: Episodes, embedding: Embedding) -> None:
+        self._scope = scope
+        self._reads = reads
+        self._episodes = episodes
+        self._embedding = embedding
+
+    @property
+    def _es(self) -> EpisodeStore:
+        return episode_store(self._scope.store)
+
+    def search(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        view: str = "as_world",
+        at: TimeLike | None = None,
+        session: str | None = None,
+        since: TimeLike | None = None,
+        until: TimeLike | None = None,
+        config: SearchConfig | str | None = None,
+    ) -> list[Hit]:
+        """Hybrid search over episodes: BM25 (FTS5) and dense vectors fused
+        with reciprocal-rank fusion, optionally boosted by time proximity.
+
+        ``view``: ``raw`` (every episode), ``as_recorded`` (recorded at or
+        before ``at``) or ``as_world`` (also not superseded at ``at``: not
+        explicitly superseded, and not only citing facts that have all ended).
+        ``at`` defaults to now. ``since``/``until`` bound ``occurred_at``.
+        ``config`` is a :class:`SearchConfig` or a preset name."""
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInputError("search query must be a non-empty string")
+        if len(query) > MAX_EPISODE_CHARS:
+            raise InvalidInputError(f"search query is longer than {MAX_EPISODE_CHARS} characters")
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1000:
+            raise InvalidInputError(f"k must be an integer from 1 to 1000, not {k!r}")
+        if view not in VIEWS:
+            raise InvalidInputError(f"unknown view {view!r}; expected one of {', '.join(VIEWS)}")
+        cfg = SearchConfig.preset(config) if isinstance(config, str) else (config or SearchConfig())
+        if not isinstance(cfg, SearchConfig):
+            raise InvalidInputError("config must be a SearchConfig or a preset name")
+        at_us = self._scope.parse_time(at, "at").us if at is not None else self._scope.now_us()
+        if at is not None and view != "raw":
+            self._scope.store.settle(at_us)  # the view at a past time is final (Store.settle)
+        f = EpisodeFilter(
+            self._scope.ns_id,
+            recorded_by=at_us if view != "raw" else None,
+            not_superseded_at=at_us if view == "as_world" else None,
+            session=opt_str(session, "session"),
+            since=self._scope.parse_time(since, "since").us if since is not None else None,
+            until=self._scope.parse_time(until, "until").us if until is not None else None,
+        )
+        pool = max(cfg.pool, k * 3)
+        # the dense side's set-up first, so the query embedding (onnxruntime
+        # releases the GIL) runs in a worker thread while SQLite ranks BM25
+        emb = self._embedding.current if cfg.dense_weight > 0 else None
+        model = self._es.embedding_model(emb.name) if emb is not None else None
+        if emb is not None and model is None and not self._embedding.warned_no_vectors:
+            others = [m for _i, m, _d in self._es.embedding_models()]
+            if others:  # the episodes were embedded with another model: say so once
+                self._embedding.warned_no_vectors = True
+                log.warning("the store has no %s vectors (it has: %s); searching lexically only. "
+                            "Open it with that embedder, or reindex", emb.name, ", ".join(others))
+        slot = None
+        qfuture: Future[Any] | None = None
+        if emb is not None and model is not None:
+            if model[1] != emb.dim:
+                raise InvalidInputError(f"embedder {emb.name!r} has {emb.dim} dimensions, the store {model[1]}")
+            slot = self._embedding.vectors().slot(self._es, self._scope.ns_id, model[0], model[1])
+            if slot.size:
+                qfuture = _embed_pool().submit(emb.embed, [query], "query")
+        lexical: list[tuple[int, float]] = []
+        try:
+            if cfg.lexical_weight > 0:
+                match = fts_query(query)
+                if match is not None:
+                    # (the store returns the query as it is when neither limit is set)
+                    match = self._es.prune_common_terms(match, cfg.lexical_df_cap, cfg.lexical_postings_budget)
+                    lexical = self._es.lexical_search(match, f, pool, cfg.bm25_weights)
+        finally:
+            if qfuture is not None:
+                wait([qfuture])  # never leave the worker running past this call
+        qvec = qfuture.result()[0] if qfuture is not None else None
+        dense: list[tuple[int, float]] = []
+        if qvec is not None and slot is not None and model is not None:
+            cache = self._embedding.vectors()
+            superseded = self._es.superseded_episodes(self._scope.ns_id) if f.not_superseded_at else []
+            got = None
+            if slot.size >= cfg.ann_threshold:
+                got = cache.ann_search(slot, qvec, pool, f, superseded, cfg.dense_context,
+                                       self._scope.store.capabilities.local_path, (self._scope.ns_id, model[0]))
+            dense = got if got is not None else cache.search(slot, qvec, pool, f, superseded, cfg.dense_context)
+        return self._fuse(query, lexical, dense, cfg, at_us, k, view)
+
+    def _fuse(self, query: str, lexical: list[tuple[int, float]], dense: list[tuple[int, float]],
+              cfg: SearchConfig, at_us: int, k: int, view: str) -> list[Hit]:
+        lex_rank = {rowid: (i + 1, s) for i, (rowid, s) in enumerate(lexical)}
+        den_rank = {rowid: (i + 1, s) for i, (rowid, s) in enumerate(dense)}
+        weights = [cfg.lexical_weight, cfg.dense_weight]
+        if cfg.fusion == "rrf":
+            parts = rrf_contributions([[r for r, _ in lexical], [r for r, _ in dense]], weights, cfg.rrf_k)
+        else:
+            # a short list ran out of candidates: what it did not find scores 0
+            parts = relative_contributions([lexical, dense], weights, cfg.fusion_scale, cfg.pool, (0.0, 0.0))
+        if not parts:
+            return []
+        # (a tombstone never answers: a cache read just before an erasure may still name it)
+        recs = {r.rowid: r for r in self._es.episodes_by_rowids(list(parts)) if r.erased_at is None}
+        bonus: dict[int, float] = {}
+        if cfg.time_weight > 0:
+            half = cfg.time_half_life_days * 86_400e6
+            for rowid, rec in recs.items():
+                when = rec.occurred_at if rec.occurred_at is not None else rec.recorded_at
+                bonus[rowid] = cfg.time_weight * math.pow(0.5, abs(at_us - when) / half)
+        times = self._es.episode_times(list(recs))
+        if cfg.mention_weight > 0:
+            qspans = [(to_us(m.start), to_us(m.end)) for m in
+                      resolve_mentions(query, from_us(at_us).astimezone(self._scope.tz))]
+            if qspans:
+                spans: dict[int, list[tuple[int, int]]] = {}
+                for rowid, a, b, _p, _pr in times:
+                    spans.setdefault(rowid, []).append((a, b))
+                for rowid, rec in recs.items():
+                    own = list(spans.get(rowid, []))
+                    if rec.occurred_at is not None:
+                        own.append((rec.occurred_at, rec.occurred_at + 1))
+                    if any(a < qb and qa < b for a, b in own for qa, qb in qspans):
+                        bonus[rowid] = bonus.get(rowid, 0.0) + cfg.mention_weight
+        if cfg.when_weight > 0 and _WHEN_QUESTION.search(query):
+            with_time = {t[0] for t in times}
+            for rowid in with_time:
+                bonus[rowid] = bonus.get(rowid, 0.0) + cfg.when_weight
+        if cfg.speaker_weight > 0:
+            qwords = set(query_terms(query, keep_stopwords=True))
+            for rowid, rec in recs.items():
+                if rec.speaker and set(query_terms(rec.speaker, keep_stopwords=True)) & qwords:
+                    bonus[rowid] = bonus.get(rowid, 0.0) + cfg.speaker_weight
+        base = {rowid: sum(p) + bonus.get(rowid, 0.0) for rowid, p in parts.items() if rowid in recs}
+        final = group_boost(base, {rowid: recs[rowid].session for rowid in base}, cfg.session_weight,
+                            cfg.session_top)
+        ranked = sorted(final.items(), key=lambda x: (-x[1], x[0]))
+        # facts citing the candidates, as known at `at`, for annotation and the as_world view
+        cand = [rowid for rowid, _ in ranked[: max(k * 4, 40)]]
+        cites: dict[str, list[str]] = {}
+        for ep, fid in self._es.facts_citing_episodes(self._scope.ns_id, [recs[r].id for r in cand]):
+            cites.setdefault(ep, []).append(fid)
+        all_ids = sorted({f for fs in cites.values() for f in fs})
+        known = {f.id: f for f in self._reads.by_ids(all_ids, at_us if view != "raw" else None)}
+        out_rows: list[tuple[int, float]] = []
+        for rowid, score in ranked[: len(cand)]:
+            rec = recs[rowid]
+            if view == "as_world":
+                facts = [known[fid] for fid in cites.get(rec.id, []) if fid in known]
+                if facts and all(f.valid_to is not None and to_us(f.valid_to) <= at_us for f in facts):
+                    continue  # every fact this evidence supports had ended by `at`
+            out_rows.append((rowid, score))
+            if len(out_rows) == k:
+                break
+        tmap: dict[int, list[tuple[int, int, int, str, int]]] = {}
+        for t in times:
+            tmap.setdefault(t[0], []).append(t)
+        now_facts = {f.id: f for f in self._reads.by_ids(all_ids, None)}
+        hits: list[Hit] = []
+        for rowid, score in out_rows:
+            rec = recs[rowid]
+            fids = sorted(set(cites.get(rec.id, [])))
+            episode = self._episodes.model(rec, times=tmap.get(rowid, []), fact_ids=fids)
+            notes = tuple(self._fact_note(now_facts[fid], at_us) for fid in fids if fid in now_facts)
+            lr, dr = lex_rank.get(rowid), den_rank.get(rowid)
+            hits.append(Hit(
+                episode=episode, score=score,
+                parts=ScoreParts(
+                    fused=score, bm25=lr[1] if lr else None, bm25_rank=lr[0] if lr else None,
+                    dense=dr[1] if dr else None, dense_rank=dr[0] if dr else None, time=bonus.get(rowid, 0.0),
+                    session=score - base[rowid],
+                ),
+                facts=notes,
+            ))
+        return hits
+
+    def _fact_note(self, fact: Fact, at_us: int) -> FactNote:
+        ended = fact.valid_to is not None and to_us(fact.valid_to) <= at_us
+        if not ended:
+            return FactNote(fact=fact, current=True)
+        by: Fact | None = None
+        if fact.invalidated_by:
+            got = self._reads.by_ids([fact.invalidated_by], None)
+            by = got[0] if got else None
+        return FactNote(fact=fact, current=False, ended_at=fact.valid_to, superseded_by=by)

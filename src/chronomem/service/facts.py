@@ -1,0 +1,290 @@
+"""Fact writes: add, invalidate, correct, retract and erase, each one
+transaction through a :class:`~chronomem.service.unit_of_work.UnitOfWork`
+(the rules are the write engine's, :mod:`chronomem.core.engine`)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Iterable, Mapping, Sequence
+
+from ..core.codec import encode_literal, load_props
+from ..core.engine import TxWork
+from ..core.models import Fact
+from ..core.names import normalize_key
+from ..core.time import MAX_US, MIN_US, Precision, TimeLike, TimePoint
+from ..core.version import Row
+from ..errors import (
+    ConfirmationRequiredError,
+    EntityNotFoundError,
+    FactNotFoundError,
+    InvalidInputError,
+    InvalidIntervalError,
+)
+from ..store.protocol import FactQuery
+from .gcpause import paused_gc
+from .reads import FactReads
+from .scope import Scope
+from .unit_of_work import writing
+
+__all__ = ["FactWrites"]
+
+log = logging.getLogger("chronomem")
+
+_CORRECTABLE = frozenset(
+    {"subject", "predicate", "object", "valid_from", "valid_to", "confidence", "source", "episode_id",
+     "properties", "literal"}
+)
+
+
+class FactWrites:
+    """Every write of facts in one namespace."""
+
+    def __init__(self, scope: Scope, reads: FactReads) -> None:
+        self._scope = scope
+        self._reads = reads
+
+    def _written(self, row: Row, work: TxWork) -> Fact:
+        """The public view of a version this memory just wrote (or found)."""
+        scope = self._scope
+        if row.rowid is None and id(row) not in work.new_rows:
+            # not written as such (a no-op write dropped it): read what is believed
+            got = scope.store.query(FactQuery(scope.ns_id, fact_ids=[row.fact_id], all_versions=True))
+            for r in got:
+                if r.st == MAX_US or r.version == row.version:
+                    return scope.fact(r, scope.now_us())
+            raise FactNotFoundError(f"fact {row.fact_id} vanished")  # pragma: no cover
+        return scope.fact(scope.named(row), scope.now_us())
+
+    def add_fact(
+        self,
+        subject: str,
+        predicate: str,
+        object: Any,
+        valid_from: TimeLike | None = None,
+        valid_to: TimeLike | None = None,
+        *,
+        confidence: float = 1.0,
+        source: str | None = None,
+        episode_id: str | None = None,
+        properties: Mapping[str, Any] | None = None,
+        supersede: bool | None = None,
+        literal: bool = False,
+    ) -> Fact:
+        """Record that ``subject -predicate-> object`` holds during ``[valid_from, valid_to)``.
+
+        Never duplicates: an identical (or contained) re-add returns the
+        existing fact and records the extra source; an overlapping or touching
+        one coalesces into one fact. A single-valued predicate (or
+        ``supersede=True``) closes the old value where the new one starts and
+        splices out-of-order arrivals. See ``docs/concepts/time.md``.
+        """
+        item = {
+            "subject": subject, "predicate": predicate, "object": object, "valid_from": valid_from,
+            "valid_to": valid_to, "confidence": confidence, "source": source, "episode_id": episode_id,
+            "properties": dict(properties) if isinstance(properties, Mapping) else properties,
+            "supersede": supersede,
+            "literal": literal,
+        }
+        # a shared write: writers of other (subject, predicate) groups run
+        # beside it (on PostgreSQL; SQLite has one writer anyway)
+        with writing(self._scope, shared=True) as uow:
+            uow.tx.reserve_names(self._scope.ns_id, [subject] if literal else [subject, object], [predicate])
+            cand, single = uow.build(item)
+            uow.tx.lock_groups([(cand.subject_id, cand.predicate_id)])  # may move tx.now: the work starts after
+            work = uow.work
+            result, status = work.place(cand, single=single)
+        log.debug("add_fact %s %s %s -> %s (%s)", subject, predicate, object, result.fact_id, status)
+        return self._written(result, work)
+
+    def add_facts(self, items: Iterable[Mapping[str, Any] | Sequence[Any]]) -> list[str]:
+        """Add many facts in one atomic transaction; returns one fact id per item
+        (the existing fact's id where an item was a duplicate or coalesced).
+        Items are dicts with :meth:`add_fact`'s parameter names, or tuples
+        ``(subject, predicate, object[, valid_from[, valid_to]])``. If any item
+        is invalid, nothing is written and the error names the item's index."""
+        if not hasattr(items, "__iter__") or isinstance(items, (str, bytes, Mapping)):
+            raise InvalidInputError(f"add_facts() needs a list of facts, not {type(items).__name__}")
+        ids: list[str] = []
+        # a batch keeps every new row alive until it commits: no full-heap GC passes meanwhile
+        with paused_gc(), writing(self._scope) as uow:
+            work = uow.work
+            builder = uow.builder
+            for index, item in enumerate(items):
+                try:
+                    if type(item) is dict or isinstance(item, Mapping):
+                        mapping = item
+                    elif isinstance(item, (tuple, list)) and 3 <= len(item) <= 5:
+                        mapping = dict(zip(("subject", "predicate", "object", "valid_from", "valid_to"), item,
+                                           strict=False))
+                    else:
+                        raise InvalidInputError(
+                            "an item must be a dict or a tuple (subject, predicate, object[, valid_from[, valid_to]])"
+                        )
+                    cand, single = builder.build(mapping)
+                except InvalidInputError as exc:
+                    exc.args = (f"item {index}: {exc}",)  # keeps the type and fields (e.g. InvalidTimeError.field)
+                    raise
+                result, _status = work.place(cand, single=single)
+                ids.append(result.fact_id)
+        if work.redirects:
+            # an item's fact may have been folded into another by a later item
+            ids = [work.final_id(i) for i in ids]
+        return ids
+
+    def invalidate(
+        self,
+        subject: str,
+        predicate: str,
+        object: Any,
+        ended: TimeLike | None = None,
+        *,
+        reason: str | None = None,
+        literal: bool = False,
+    ) -> Fact:
+        """The world changed: close the valid interval of the matching fact at
+        ``ended`` (default now). Raises :class:`FactNotFoundError` if no such
+        fact is valid at ``ended``."""
+        end = (self._scope.parse_time(ended, "ended") if ended is not None
+               else TimePoint(self._scope.now_us(), Precision.MICROSECOND))
+        scope = self._scope
+        sid = scope.entity_id(subject, "subject")
+        pred = scope.predicate(predicate)
+        if literal or not isinstance(object, str):
+            okey: tuple[int | None, str | None] = (None, encode_literal(object, scope.tz))
+        else:
+            oid = scope.entity_id(object, "object")
+            okey = (oid, None)
+        if sid is None or pred is None or okey == (None, None):
+            raise FactNotFoundError(f"no fact {subject} -{predicate}-> {object} to invalidate")
+        with writing(scope, shared=True) as uow:
+            uow.tx.lock_groups([(sid, pred.id)])
+            work = uow.work
+            rows = list(work.group(sid, pred.id).by_obj.get(okey, []))
+            target = next((r for r in rows if r.vf < end.us < r.vt), None)
+            if target is None:
+                if any(r.vf == end.us for r in rows):
+                    raise InvalidIntervalError(
+                        f"{subject} -{predicate}-> {object} starts at {end}; ending it there leaves an empty "
+                        "interval: use retract() if it was never true"
+                    )
+                raise FactNotFoundError(f"no fact {subject} -{predicate}-> {object} is valid at {end}")
+            result = work.truncate(target, end.us, int(end.precision), reason or "invalidated")
+        return self._written(result, work)
+
+    def invalidate_fact(self, fact_id: str, ended: TimeLike | None = None, *, reason: str | None = None) -> Fact:
+        """:meth:`invalidate` by id: close the valid interval of the believed
+        version of ``fact_id`` at ``ended`` (default now), finding and closing
+        it in one write transaction. Raises :class:`FactNotFoundError` if no
+        such fact is believed in this namespace and
+        :class:`InvalidIntervalError` if ``ended`` does not lie inside its
+        valid interval (at its start it would leave an empty interval: use
+        :meth:`retract` if it was never true). Returns the new, ended version."""
+        end = (self._scope.parse_time(ended, "ended") if ended is not None
+               else TimePoint(self._scope.now_us(), Precision.MICROSECOND))
+        scope = self._scope
+        with writing(scope, shared=True) as uow:
+            tx = uow.tx
+            # a fact's (subject, predicate) group changes only in exclusive
+            # writes (correct, merge), so it can be read before locking it
+            rows = tx.rows_of_fact(fact_id)
+            if not rows or rows[0].ns_id != scope.ns_id:
+                raise FactNotFoundError(f"no fact with id {fact_id!r} in namespace {scope.namespace!r}")
+            tx.lock_groups([(rows[0].subject_id, rows[0].predicate_id)])  # may move tx.now: the work starts after
+            work = uow.work
+            target = uow.believed(fact_id)
+            if not target.vf < end.us < target.vt:
+                fact = scope.fact(scope.named(target), 0)
+                if target.vf == end.us:
+                    raise InvalidIntervalError(
+                        f"{fact.subject} -{fact.predicate}-> {fact.object} starts at {end}; ending it there leaves "
+                        "an empty interval: use retract() if it was never true"
+                    )
+                raise InvalidIntervalError(
+                    f"fact {fact_id} {fact.interval_text} is not valid at {end}, so it cannot end there"
+                )
+            result = work.truncate(target, end.us, int(end.precision), reason or "invalidated")
+        return self._written(result, work)
+
+    def correct(self, /, fact_id: str, **changes: Any) -> Fact:
+        """The record was wrong: write a corrected version of ``fact_id``.
+
+        The previous version stays readable with ``known_at``. Changeable:
+        subject, predicate, object, valid_from, valid_to, confidence, source,
+        episode_id, properties, literal.
+        """
+        unknown = set(changes) - _CORRECTABLE
+        if unknown:
+            raise InvalidInputError(f"cannot correct field(s): {', '.join(sorted(unknown))}")
+        if not changes:
+            raise InvalidInputError("correct() needs at least one field to change")
+        scope = self._scope
+        with writing(scope) as uow:
+            work = uow.work
+            old = uow.believed(fact_id)
+            old_fact = scope.fact(scope.named(old), 0)
+            item: dict[str, Any] = {
+                "subject": old_fact.subject, "predicate": old_fact.predicate, "object": old_fact.object,
+                "valid_from": None if old.vf == MIN_US else TimePoint(old.vf, Precision(old.vf_prec)),
+                "valid_to": None if old.vt == MAX_US else TimePoint(old.vt, Precision(old.vt_prec)),
+                "confidence": old.confidence, "source": old.source, "episode_id": old.episode_id,
+                "properties": load_props(old.properties) or None, "literal": old.object_lit is not None,
+            }
+            item.update(changes)
+            cand, single = uow.build(item)
+            cand.fact_id = old.fact_id
+            cand.version = old.version + 1
+            cand.invalidated_by = old.invalidated_by if "valid_to" not in changes else None
+            # values this fact had cut short get their interval back first, so
+            # the corrected version cuts them where it now starts
+            work.close_version(old, "corrected", None)
+            uow.unsupersede(fact_id)
+            result, _ = work.place(cand, single=single, keep=old)
+        return self._written(result, work)
+
+    def retract(self, fact_id: str, reason: str | None = None) -> Fact:
+        """It was never true: stop believing ``fact_id`` (history keeps it).
+        Values it had superseded are restored. Returns the retracted version."""
+        with writing(self._scope) as uow:
+            uow.work.retract(uow.believed(fact_id), reason or "retracted")
+            uow.unsupersede(fact_id)
+        return max(self._reads.versions(fact_id), key=lambda f: f.version)
+
+    def erase(self, fact_id: str | None = None, *, entity: str | None = None, confirm: bool = False,
+              reason: str | None = None) -> int:
+        """Physically delete one fact (every version, its sources, and the
+        facts coalesced into it) or an entity with all its facts, its names
+        and the entities merged into it, for privacy. Needs ``confirm=True``.
+        Leaves an erasure-log row without content. Returns the number of
+        versions deleted (``docs/concepts/time.md``, "Erasure")."""
+        if (fact_id is None) == (entity is None):
+            raise InvalidInputError("erase() takes exactly one of fact_id or entity=")
+        if not confirm:
+            raise ConfirmationRequiredError("erase() deletes data permanently; call it again with confirm=True")
+        ns = self._scope.ns_id
+        with writing(self._scope) as uow:
+            tx, work = uow.tx, uow.work
+            if fact_id is not None:
+                rows = tx.rows_of_fact(fact_id)
+                if not rows or rows[0].ns_id != ns:
+                    raise FactNotFoundError(f"no fact with id {fact_id!r}")
+                # facts coalesced into one another are one statement: they go
+                # together, whichever id is given (the kept one comes first)
+                family = tx.coalesced_family(fact_id)
+                if family[0] != fact_id:
+                    rows = tx.rows_of_fact(family[0])
+                live = work.find_believed(family[0], rows[0].subject_id, rows[0].predicate_id)
+                if live is not None:
+                    work.retract(live, "erased")
+                    for fid in family:  # the values any of them had superseded are believed again
+                        uow.unsupersede(fid)
+                uow.flush()
+                n = sum(tx.erase_fact(fid) for fid in family)
+                tx.log_erasure(ns, "fact", n, reason)
+            else:
+                eid = tx.entity_id(ns, normalize_key(entity, "entity"))
+                if eid is None:
+                    raise EntityNotFoundError(f"no entity named {entity!r}")
+                n = tx.erase_entity(eid)
+                tx.log_erasure(ns, "entity", n, reason)
+        self._scope.store.after_erasure("fact" if fact_id is not None else "entity")  # e.g. SQLite's WAL
+        return n

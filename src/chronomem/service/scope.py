@@ -1,0 +1,125 @@
+"""What every service of one :class:`~chronomem.Memory` shares: the store,
+the namespace, the timezone and the clock, and how names and times are read
+in them. It holds no other state; the services hold theirs."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import time
+from typing import Any, Sequence
+
+from ..core.codec import row_to_fact
+from ..core.models import Fact
+from ..core.names import normalize_key
+from ..core.time import SystemClock, TimeLike, TimePoint, parse_time, peek_clock, to_us
+from ..core.version import Row
+from ..errors import EntityNotFoundError, InvalidInputError
+from ..store.protocol import PredicateRecord, Store
+
+__all__ = ["Scope", "count"]
+
+
+def count(value: object, name: str, minimum: int) -> int:
+    """Validate an integer count argument (``hops``, ``limit``, ``top``)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InvalidInputError(f"{name} must be an integer of at least {minimum}, not {value!r}")
+    return value
+
+
+class Scope:
+    """One namespace of one store, read in one timezone by one clock."""
+
+    __slots__ = ("store", "ns_id", "namespace", "tz", "tzname", "clock")
+
+    def __init__(self, store: Store, ns_id: int, namespace: str, tz: _dt.tzinfo, tzname: str, clock: Any) -> None:
+        self.store = store
+        self.ns_id = ns_id
+        self.namespace = namespace
+        self.tz = tz
+        self.tzname = tzname
+        self.clock = clock
+
+    # -- time ------------------------------------------------------------
+    def now(self) -> _dt.datetime:
+        """The clock's current time (UTC)."""
+        if self.clock is None:
+            return _dt.datetime.now(_dt.timezone.utc)
+        return peek_clock(self.clock)
+
+    def now_us(self) -> int:
+        if type(self.clock) is SystemClock:
+            return time.time_ns() // 1000
+        return to_us(self.now())
+
+    def parse_time(self, value: TimeLike, field: str = "time") -> TimePoint:
+        """Read a time value in this memory's timezone (see :mod:`chronomem.core.time`)."""
+        return parse_time(value, field, self.tz)
+
+    def instant(self, value: TimeLike | None, field: str) -> int | None:
+        if value is None:
+            return None
+        return parse_time(value, field, self.tz).us
+
+    def known(self, value: TimeLike | None) -> int | None:
+        """A ``known_at`` argument as microseconds; the store first makes the
+        answer at that system time final (``Store.settle``), so a read "as
+        known at" T answers the same now and later."""
+        us = self.instant(value, "known_at")
+        if us is not None:
+            self.store.settle(us)
+        return us
+
+    def fact(self, row: Row, now_us: int) -> Fact:
+        """The public view of a stored version (``now_us`` decides ``current``)."""
+        return row_to_fact(row, now_us, self.namespace, self.tzname)
+
+    # -- names -----------------------------------------------------------
+    def entity_id(self, name: object, what: str = "entity", known_at: int | None = None) -> int | None:
+        """The entity a name resolves to — as the store knew it at ``known_at``
+        (system time): a name moved by a later merge still names the entity
+        it named then."""
+        key = normalize_key(name, what)
+        eid = self.store.entity_id(self.ns_id, key)
+        if known_at is None or eid is None:
+            return eid
+        return owner_at(self.store.merge_operations(self.ns_id), key, eid, known_at)
+
+    def require_entity(self, name: object, what: str = "entity") -> int:
+        eid = self.entity_id(name, what)
+        if eid is None:
+            raise EntityNotFoundError(f"no entity named {name!r} in namespace {self.namespace!r}")
+        return eid
+
+    def predicate(self, name: object) -> PredicateRecord | None:
+        return self.store.predicate(self.ns_id, normalize_key(name, "predicate"))
+
+    def named(self, row: Row) -> Row:
+        """``row`` with its display names, from the store's name caches."""
+        ids = [row.subject_id] if row.object_id is None else [row.subject_id, row.object_id]
+        names = self.store.entity_names(ids)
+        pred = self.store.predicate_by_id(row.predicate_id)
+        return row.copy(
+            subject_name=names.get(row.subject_id, ""),
+            predicate_name=pred.name if pred is not None else "",
+            object_name=names.get(row.object_id) if row.object_id is not None else None,
+        )
+
+
+def owner_at(merges: Sequence[tuple[int, str, int | None]], key: str, current: int, at: int) -> int:
+    """Which entity owned name ``key`` at system time ``at``, given the merges
+    (oldest first) that moved it: during ``[merged, undone)`` a moved key names
+    the kept entity, before and after that the folded one."""
+    owner: int | None = None
+    first_fold: int | None = None
+    for when, payload, undone in merges:
+        data = json.loads(payload)
+        if key not in data.get("keys", ()):
+            continue
+        if first_fold is None:
+            first_fold = int(data["fold"])
+        if when <= at:
+            owner = int(data["keep"]) if undone is None or at < undone else int(data["fold"])
+    if owner is not None:
+        return owner
+    return first_fold if first_fold is not None else current
