@@ -7,7 +7,7 @@ import datetime as _dt
 import json
 import os
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence, TypeVar
 
 import click
 from rich import box
@@ -228,6 +228,33 @@ def facts_out(facts: Sequence[Fact], what: str = "facts", *, history: bool = Fal
             con.print(history_table(facts) if history else fact_table(facts))
 
     emit([f.to_dict() for f in facts], human)
+
+
+class _ToDict(Protocol):
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+R = TypeVar("R", bound=_ToDict)
+
+#: rich ``add_column`` options of a column that wraps long values
+FOLD: Mapping[str, Any] = {"overflow": "fold"}
+
+
+def rows_out(items: Sequence[R], what: str, columns: Mapping[str, Mapping[str, Any]],
+             row: Callable[[R], Sequence[str]]) -> None:
+    """``items`` as JSON (each its ``to_dict()``), or as a table with ``columns``
+    (header -> rich column options) and one ``row(item)`` per item."""
+    def human(con: Console) -> None:
+        if not items:
+            return nothing(con, what)
+        table = _table(None)
+        for name, options in columns.items():
+            table.add_column(name, **options)
+        for item in items:
+            table.add_row(*row(item))
+        con.print(table)
+
+    emit([i.to_dict() for i in items], human)
 
 
 def plural(n: int, word: str) -> str:

@@ -9,7 +9,7 @@ import click
 from rich.console import Console
 
 from ...errors import ChronomemError
-from ._common import _table, emit, json_option, kv_table, nothing, state
+from ._common import FOLD, emit, json_option, kv_table, rows_out, state
 
 
 @click.command("alias")
@@ -73,19 +73,10 @@ def predicate_define_cmd(name: str, cardinality: str, inverse: str | None, alias
 def predicate_list_cmd() -> None:
     """List the predicates of the namespace."""
     preds = state().memory(create=False).predicates()
-
-    def human(con: Console) -> None:
-        if not preds:
-            return nothing(con, "predicates")
-        table = _table(None)
-        for col in ("name", "cardinality", "inverse", "aliases", "declared", "description"):
-            table.add_column(col, overflow="fold")
-        for p in preds:
-            table.add_row(p.name, p.cardinality, p.inverse or "", ", ".join(p.aliases), "yes" if p.declared else "",
-                          p.description or "")
-        con.print(table)
-
-    emit([p.to_dict() for p in preds], human)
+    rows_out(preds, "predicates",
+             dict.fromkeys(("name", "cardinality", "inverse", "aliases", "declared", "description"), FOLD),
+             lambda p: (p.name, p.cardinality, p.inverse or "", ", ".join(p.aliases), "yes" if p.declared else "",
+                        p.description or ""))
 
 
 @click.command("demo")

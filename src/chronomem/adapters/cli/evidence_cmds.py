@@ -14,7 +14,7 @@ import logging
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -27,6 +27,7 @@ from ._common import console, emit, facts_out, json_option, nothing, state
 __all__ = ["register"]
 
 log = logging.getLogger("chronomem.cli")
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 _CHUNK = 2000
 
@@ -241,7 +242,9 @@ def eval_group() -> None:
     """Retrieval benchmarks (LoCoMo, LongMemEval)."""
 
 
-def _eval_open(store: Path | None) -> tuple[Any, Any]:
+def _eval_run(store: Path | None, run: Callable[[Callable[[str], Any]], Any]) -> None:
+    """``run(open_memory)`` a benchmark on ``store`` (default: a temporary
+    file, removed afterwards) and print its result."""
     import chronomem
 
     tmp = None
@@ -254,15 +257,32 @@ def _eval_open(store: Path | None) -> tuple[Any, Any]:
     def open_memory(ns: str) -> Any:
         return chronomem.open(target, namespace=ns, embedder=choice)
 
-    return open_memory, tmp
+    try:
+        res = run(open_memory)
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    emit(res.summary, lambda con: click.echo(res.table()))
+
+
+def _eval_progress(message: str) -> None:
+    log.info("%s", message)
+
+
+def _eval_inputs(default_out: str) -> Callable[[_F], _F]:
+    """The PATH argument and the --out and --store options of a benchmark command."""
+    def deco(f: _F) -> _F:
+        f = click.option("--store", type=click.Path(dir_okay=False, path_type=Path),
+                         help="Database to ingest into (default: a temporary file).")(f)
+        f = click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=Path(default_out),
+                         show_default=True, help="Directory for summary.json, candidates.tsv and misses.tsv.")(f)
+        return click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))(f)
+
+    return deco
 
 
 @eval_group.command("locomo")
-@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=Path("eval-locomo"),
-              show_default=True, help="Directory for summary.json, candidates.tsv and misses.tsv.")
-@click.option("--store", type=click.Path(dir_okay=False, path_type=Path),
-              help="Database to ingest into (default: a temporary file).")
+@_eval_inputs("eval-locomo")
 @click.option("--conversations", type=click.IntRange(min=1), help="Only the first N conversations.")
 @click.option("--view", "views", multiple=True, type=click.Choice(["as_world", "as_recorded", "raw"]),
               help="Views to score (repeatable; default all three).")
@@ -272,35 +292,21 @@ def eval_locomo_cmd(path: Path, out: Path, store: Path | None, conversations: in
     """Score turn- and session-level recall/hit/nDCG@1,5,10 on a LoCoMo file."""
     from ...service.evidence.eval import run_locomo
 
-    open_memory, tmp = _eval_open(store)
-    try:
-        res = run_locomo(open_memory, path, out_dir=out, views=views or ("as_world", "as_recorded", "raw"),
-                         limit_conversations=conversations, progress=lambda m: log.info("%s", m))
-    finally:
-        if tmp is not None:
-            tmp.cleanup()
-    emit(res.summary, lambda con: click.echo(res.table()))
+    _eval_run(store, lambda open_memory: run_locomo(
+        open_memory, path, out_dir=out, views=views or ("as_world", "as_recorded", "raw"),
+        limit_conversations=conversations, progress=_eval_progress))
 
 
 @eval_group.command("longmemeval")
-@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=Path("eval-longmemeval"),
-              show_default=True, help="Directory for summary.json, candidates.tsv and misses.tsv.")
-@click.option("--store", type=click.Path(dir_okay=False, path_type=Path),
-              help="Database to ingest into (default: a temporary file).")
+@_eval_inputs("eval-longmemeval")
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N questions.")
 @json_option
 def eval_lme_cmd(path: Path, out: Path, store: Path | None, limit: int | None) -> None:
     """Score session-level recall/hit/nDCG@1,5,10 on a LongMemEval file."""
     from ...service.evidence.eval import run_longmemeval
 
-    open_memory, tmp = _eval_open(store)
-    try:
-        res = run_longmemeval(open_memory, path, out_dir=out, limit=limit, progress=lambda m: log.info("%s", m))
-    finally:
-        if tmp is not None:
-            tmp.cleanup()
-    emit(res.summary, lambda con: click.echo(res.table()))
+    _eval_run(store, lambda open_memory: run_longmemeval(open_memory, path, out_dir=out, limit=limit,
+                                                         progress=_eval_progress))
 
 
 def register(main: click.Group) -> None:

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ._common import (
-    _table,
+    FOLD,
     emit,
     fact_table,
     facts_out,
@@ -17,6 +17,7 @@ from ._common import (
     json_option,
     kv_table,
     nothing,
+    rows_out,
     state,
     statement,
 )
@@ -84,19 +85,8 @@ def history_cmd(subject: str, predicate: str | None, direction: str) -> None:
 def timeline_cmd(entity: str, start: str | None, end: str | None) -> None:
     """Chronological events about ENTITY (valid and system time)."""
     events = state().memory(create=False).timeline(entity, start, end)
-
-    def human(con: Console) -> None:
-        if not events:
-            return nothing(con, "events")
-        table = _table(None)
-        table.add_column("at", no_wrap=True)
-        table.add_column("axis")
-        table.add_column("event", overflow="fold")
-        for e in events:
-            table.add_row(fmt_time(e.at, e.precision), e.axis, e.text)
-        con.print(table)
-
-    emit([e.to_dict() for e in events], human)
+    rows_out(events, "events", {"at": {"no_wrap": True}, "axis": {}, "event": FOLD},
+             lambda e: (fmt_time(e.at, e.precision), e.axis, e.text))
 
 
 @click.command("diff")
@@ -150,19 +140,9 @@ def conflicts_cmd(as_of: str | None) -> None:
 def volatility_cmd(top: int, start: str | None, end: str | None) -> None:
     """Subject-predicate pairs that change value most often."""
     rows = state().memory(create=False).volatility(top, start, end)
-
-    def human(con: Console) -> None:
-        if not rows:
-            return nothing(con, "changes")
-        table = _table(None)
-        for name in ("subject", "predicate", "changes", "values", "mean days"):
-            table.add_column(name, overflow="fold")
-        for v in rows:
-            mean = "" if v.mean_duration_days is None else f"{v.mean_duration_days:.1f}"
-            table.add_row(v.subject, v.predicate, str(v.changes), str(v.values), mean)
-        con.print(table)
-
-    emit([v.to_dict() for v in rows], human)
+    rows_out(rows, "changes", dict.fromkeys(("subject", "predicate", "changes", "values", "mean days"), FOLD),
+             lambda v: (v.subject, v.predicate, str(v.changes), str(v.values),
+                        "" if v.mean_duration_days is None else f"{v.mean_duration_days:.1f}"))
 
 
 @click.command("neighbors")
@@ -173,19 +153,8 @@ def volatility_cmd(top: int, start: str | None, end: str | None) -> None:
 def neighbors_cmd(entity: str, hops: int, as_of: str | None) -> None:
     """Entities within --hops edges of ENTITY."""
     found = state().memory(create=False).neighbors(entity, hops, as_of)
-
-    def human(con: Console) -> None:
-        if not found:
-            return nothing(con, "neighbors")
-        table = _table(None)
-        table.add_column("entity", overflow="fold")
-        table.add_column("hops", justify="right")
-        table.add_column("via", overflow="fold")
-        for n in found:
-            table.add_row(n.entity, str(n.hops), "; ".join(statement(f) for f in n.via))
-        con.print(table)
-
-    emit([n.to_dict() for n in found], human)
+    rows_out(found, "neighbors", {"entity": FOLD, "hops": {"justify": "right"}, "via": FOLD},
+             lambda n: (n.entity, str(n.hops), "; ".join(statement(f) for f in n.via)))
 
 
 @click.command("path")

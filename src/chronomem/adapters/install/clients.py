@@ -79,6 +79,19 @@ class ClientSpec:
         return None
 
 
+def _dot_dir_client(key: str, label: str, doc_url: str, fmt: Format, container: tuple[str, ...], dot_dir: str,
+                    filename: str) -> ClientSpec:
+    """A client configured by ``DOT_DIR/FILENAME`` in the home directory (user
+    scope) and in the project (project scope), with plain stdio entries; it is
+    installed if ``~/DOT_DIR`` exists."""
+    return ClientSpec(
+        key=key, label=label, doc_url=doc_url, fmt=fmt, container=container,
+        user_path=lambda home, _p: home / dot_dir / filename,
+        project_path=lambda project: project / dot_dir / filename,
+        entry=_stdio_entry, detect=lambda home, _p: [home / dot_dir],
+    )
+
+
 CLIENTS: tuple[ClientSpec, ...] = (
     # https://docs.claude.com/en/docs/claude-code/mcp (scopes: user -> ~/.claude.json "mcpServers",
     # project -> .mcp.json); hooks: https://docs.claude.com/en/docs/claude-code/hooks (settings.json "hooks")
@@ -101,13 +114,8 @@ CLIENTS: tuple[ClientSpec, ...] = (
         detect=lambda home, p: [_appdata(home, p) / "Claude"],
     ),
     # https://docs.cursor.com/context/model-context-protocol (~/.cursor/mcp.json, .cursor/mcp.json "mcpServers")
-    ClientSpec(
-        key="cursor", label="Cursor", doc_url="https://docs.cursor.com/context/model-context-protocol",
-        fmt="json", container=("mcpServers",),
-        user_path=lambda home, _p: home / ".cursor" / "mcp.json",
-        project_path=lambda project: project / ".cursor" / "mcp.json",
-        entry=_stdio_entry, detect=lambda home, _p: [home / ".cursor"],
-    ),
+    _dot_dir_client("cursor", "Cursor", "https://docs.cursor.com/context/model-context-protocol", "json",
+                    ("mcpServers",), ".cursor", "mcp.json"),
     # https://code.visualstudio.com/docs/copilot/customization/mcp-servers (.vscode/mcp.json and the user
     # profile's mcp.json, top-level "servers", entries with "type": "stdio")
     ClientSpec(
@@ -118,23 +126,13 @@ CLIENTS: tuple[ClientSpec, ...] = (
         entry=_typed_stdio_entry, detect=lambda home, p: [_appdata(home, p) / "Code"],
     ),
     # https://developers.openai.com/codex/mcp (~/.codex/config.toml, .codex/config.toml [mcp_servers.<name>])
-    ClientSpec(
-        key="codex", label="Codex CLI", doc_url="https://developers.openai.com/codex/mcp",
-        fmt="toml", container=("mcp_servers",),
-        user_path=lambda home, _p: home / ".codex" / "config.toml",
-        project_path=lambda project: project / ".codex" / "config.toml",
-        entry=_stdio_entry, detect=lambda home, _p: [home / ".codex"],
-    ),
+    _dot_dir_client("codex", "Codex CLI", "https://developers.openai.com/codex/mcp", "toml", ("mcp_servers",),
+                    ".codex", "config.toml"),
     # https://github.com/google-gemini/gemini-cli/blob/main/docs/tools/mcp-server.md
     # (~/.gemini/settings.json, .gemini/settings.json "mcpServers")
-    ClientSpec(
-        key="gemini", label="Gemini CLI",
-        doc_url="https://github.com/google-gemini/gemini-cli/blob/main/docs/tools/mcp-server.md",
-        fmt="json", container=("mcpServers",),
-        user_path=lambda home, _p: home / ".gemini" / "settings.json",
-        project_path=lambda project: project / ".gemini" / "settings.json",
-        entry=_stdio_entry, detect=lambda home, _p: [home / ".gemini"],
-    ),
+    _dot_dir_client("gemini", "Gemini CLI",
+                    "https://github.com/google-gemini/gemini-cli/blob/main/docs/tools/mcp-server.md", "json",
+                    ("mcpServers",), ".gemini", "settings.json"),
     # https://docs.windsurf.com/windsurf/cascade/mcp (~/.codeium/windsurf/mcp_config.json "mcpServers")
     ClientSpec(
         key="windsurf", label="Windsurf", doc_url="https://docs.windsurf.com/windsurf/cascade/mcp",

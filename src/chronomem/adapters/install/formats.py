@@ -36,6 +36,15 @@ __all__ = [
 
 
 # -- JSON / JSONC -------------------------------------------------------------
+def _string_end(text: str, i: int) -> int:
+    """The index of the quote that closes the JSON string opening at ``text[i]``
+    (``len(text)`` or past it if it is not closed)."""
+    j = i + 1
+    while j < len(text) and text[j] != '"':
+        j += 2 if text[j] == "\\" else 1
+    return j
+
+
 def _strip_jsonc(text: str) -> tuple[str, bool]:
     """Remove // and /* */ comments and trailing commas outside strings."""
     out: list[str] = []
@@ -44,9 +53,7 @@ def _strip_jsonc(text: str) -> tuple[str, bool]:
     while i < n:
         c = text[i]
         if c == '"':
-            j = i + 1
-            while j < n and text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
+            j = _string_end(text, i)
             out.append(text[i:j + 1])
             i = j + 1
         elif text.startswith("//", i):
@@ -67,9 +74,7 @@ def _strip_jsonc(text: str) -> tuple[str, bool]:
     while i < n:
         c = cleaned[i]
         if c == '"':
-            j = i + 1
-            while j < n and cleaned[j] != '"':
-                j += 2 if cleaned[j] == "\\" else 1
+            j = _string_end(cleaned, i)
             result.append(cleaned[i:j + 1])
             i = j + 1
             continue

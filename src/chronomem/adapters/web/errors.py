@@ -28,23 +28,23 @@ __all__ = ["AuthenticationError", "ForbiddenError", "error_response", "status_fo
 log = logging.getLogger("chronomem.web")
 
 
+#: The status of each kind of error; the first kind that matches wins.
+_STATUSES: tuple[tuple[type[BaseException] | tuple[type[BaseException], ...], int], ...] = (
+    (AuthenticationError, 401),
+    (ForbiddenError, 403),
+    (NotFoundError, 404),
+    ((InvalidInputError, ConfirmationRequiredError), 400),
+    (ConflictError, 409),
+    (StoreLockedError, 503),
+    (StoreError, 500),
+    (ChronomemError, 400),
+)
+
+
 def status_for(exc: BaseException) -> int:
-    if isinstance(exc, AuthenticationError):
-        return 401
-    if isinstance(exc, ForbiddenError):
-        return 403
-    if isinstance(exc, NotFoundError):
-        return 404
-    if isinstance(exc, (InvalidInputError, ConfirmationRequiredError)):
-        return 400
-    if isinstance(exc, ConflictError):
-        return 409
-    if isinstance(exc, StoreLockedError):
-        return 503
-    if isinstance(exc, StoreError):
-        return 500
-    if isinstance(exc, ChronomemError):
-        return 400
+    for kinds, status in _STATUSES:
+        if isinstance(exc, kinds):
+            return status
     if isinstance(exc, HTTPException):
         return exc.status_code
     return 500

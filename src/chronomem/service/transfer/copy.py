@@ -41,7 +41,8 @@ from ...core.time import get_timezone
 from ...errors import ConflictError, InvalidInputError
 from ...store.protocol import Store
 from ..gcpause import paused_gc
-from .portable import Restorer, namespace_is_empty, namespace_records
+from .portable import namespace_is_empty, namespace_records
+from .restore import Restorer
 
 __all__ = ["CopyResult", "copy_store"]
 
@@ -121,12 +122,5 @@ def _copy_namespace(src: Store, dst: Store, name: str, result: CopyResult, progr
             if progress is not None and rec["type"] == "fact" and len(r.versions) % _PROGRESS_EVERY == 0:
                 progress(name, len(r.versions))
         r.finish()
-    result.predicates += len(r.predicates)
-    result.entities += len(r.entities)
-    result.versions += len(r.versions)
-    result.facts += len(r.fact_ids)
-    result.sources += r.source_count
-    result.operations += len(r.operations)
-    result.episodes += r.episode_count
-    result.tombstones += r.tombstones
-    result.vectors += r.vector_count
+    for key, count in r.counts().items():
+        setattr(result, key, getattr(result, key) + count)

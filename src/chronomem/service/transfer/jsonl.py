@@ -36,26 +36,17 @@ import json
 import logging
 from dataclasses import asdict, dataclass
 from itertools import chain
-from typing import IO, TYPE_CHECKING, Any, Iterator, Mapping
+from typing import IO, Any, Iterator, Mapping
 
 from ...core.jsonobj import load_object
 from ...core.time import Precision, format_us, parse_time, to_us
 from ...errors import ConflictError, ExportVersionError, InvalidInputError
 from ..gcpause import paused_gc
-from .portable import (
-    MENTION_TIME_FIELDS,
-    RECORD_TYPES,
-    TIME_FIELDS,
-    Record,
-    Restorer,
-    namespace_is_empty,
-    namespace_records,
-)
+from .portable import MENTION_TIME_FIELDS, RECORD_TYPES, TIME_FIELDS, Record, namespace_is_empty, namespace_records
+from .restore import Restorer
 from .rows import ImportResult, Progress, add_batches, checked_item, more_errors, read_lines
 from .table import TABLE_FIELDS, import_table
-
-if TYPE_CHECKING:
-    from ...memory import Memory
+from .target import MemoryLike, namespace_id
 
 __all__ = [
     "EXPORT_FORMAT",
@@ -149,17 +140,18 @@ _COUNTED = {"predicate": "predicates", "entity": "entities", "fact": "versions",
             "operation": "operations"}
 
 
-def export_jsonl(mem: "Memory", fp: IO[str]) -> ExportResult:
+def export_jsonl(mem: MemoryLike, fp: IO[str]) -> ExportResult:
     """Write the whole namespace of ``mem`` to ``fp`` as JSON lines (a
     consistent snapshot). See ``docs/cli.md`` for the line format."""
     store = mem.store
     result = ExportResult(mem.namespace)
+    ns = namespace_id(mem)
     with store.read():
         _dump(fp, {
             "type": EXPORT_FORMAT, "format_version": EXPORT_VERSION, "namespace": mem.namespace,
             "exported_at": _iso(to_us(mem.now())),
         })
-        for rec in namespace_records(store, mem._ns):
+        for rec in namespace_records(store, ns):
             _dump(fp, _to_json(rec))
             kind = rec["type"]
             if kind in _COUNTED:
@@ -181,7 +173,7 @@ def _json_line(number: int, text: str) -> dict[str, Any]:
 
 
 def import_jsonl(
-    mem: "Memory",
+    mem: MemoryLike,
     fp: IO[str] | IO[bytes],
     *,
     strict: bool = False,
@@ -224,7 +216,7 @@ def import_jsonl(
     return result
 
 
-def _plain_item(mem: "Memory", number: int, text: str, result: ImportResult) -> dict[str, Any] | None:
+def _plain_item(mem: MemoryLike, number: int, text: str, result: ImportResult) -> dict[str, Any] | None:
     result.rows += 1
     try:
         return checked_item(mem, _json_line(number, text), number)
@@ -236,7 +228,7 @@ def _plain_item(mem: "Memory", number: int, text: str, result: ImportResult) -> 
 
 # -- restore of an export -------------------------------------------------
 def _restore(
-    mem: "Memory",
+    mem: MemoryLike,
     head: Mapping[str, Any],
     lines: Iterator[tuple[int, str]],
     counter: list[int],
@@ -246,14 +238,15 @@ def _restore(
     if version not in _READS_VERSIONS or isinstance(version, bool):
         raise ExportVersionError(version, _READS_VERSIONS)
     store = mem.store
-    if not namespace_is_empty(store, mem._ns):
+    ns = namespace_id(mem)
+    if not namespace_is_empty(store, ns):
         raise ConflictError(
             f"namespace {mem.namespace!r} is not empty; restore an export into an empty namespace "
             "(choose another one with --namespace)"
         )
     result = ImportResult("export")
     with paused_gc(), store.write() as tx:
-        r = Restorer(tx, mem._ns, mem.tz, elsewhere="restore the export into another database file")
+        r = Restorer(tx, ns, mem.tz, elsewhere="restore the export into another database file")
         for number, text in lines:
             obj = _json_line(number, text)
             kind = obj.get("type")
@@ -270,15 +263,8 @@ def _restore(
             if progress is not None and result.rows % 2000 == 0:
                 progress(counter[0], result.rows)
         r.finish()
-    result.entities = len(r.entities)
-    result.predicates = len(r.predicates)
-    result.versions = len(r.versions)
-    result.facts = len(r.fact_ids)
-    result.sources = r.source_count
-    result.operations = len(r.operations)
-    result.episodes = r.episode_count
-    result.tombstones = r.tombstones
-    result.vectors = r.vector_count
+    for key, count in r.counts().items():
+        setattr(result, key, count)
     if progress is not None:
         progress(counter[0], result.rows)
     log.info("restored export into namespace %s: %s", mem.namespace, result)

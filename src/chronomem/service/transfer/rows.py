@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import asdict, dataclass, field
-from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator, cast
+from typing import IO, Any, Callable, Iterable, Iterator, cast
 
 from ...core.names import normalize_key
 from ...errors import InvalidInputError, InvalidIntervalError
-
-if TYPE_CHECKING:
-    from ...memory import Memory
+from .target import MemoryLike
 
 __all__ = ["ITEM_KEYS", "REQUIRED", "ImportResult", "Progress", "add_batches", "checked_item", "more_errors",
            "read_lines"]
@@ -86,7 +84,7 @@ def more_errors(skipped: int) -> str:
     return f" (and {skipped - 1} more invalid rows)" if skipped > 1 else ""
 
 
-def checked_item(mem: "Memory", item: dict[str, Any], number: int,
+def checked_item(mem: MemoryLike, item: dict[str, Any], number: int,
                  ends: tuple[str, str] | None = None) -> dict[str, Any]:
     """Validate one add_fact item without touching the store; times become
     :class:`TimePoint` values so they are parsed once."""
@@ -123,7 +121,7 @@ def checked_item(mem: "Memory", item: dict[str, Any], number: int,
 
 
 def add_batches(
-    mem: "Memory",
+    mem: MemoryLike,
     items: Iterable[tuple[int, dict[str, Any] | None]],
     result: ImportResult,
     batch_size: int,

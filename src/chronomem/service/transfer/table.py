@@ -12,14 +12,12 @@ import csv
 import logging
 import os
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Iterator, Mapping, Sequence
+from typing import IO, Any, Iterator, Mapping, Sequence
 
 from ...core.time import period_end
 from ...errors import InvalidInputError
 from .rows import REQUIRED, ImportResult, Progress, add_batches, checked_item, more_errors, read_lines
-
-if TYPE_CHECKING:
-    from ...memory import Memory
+from .target import MemoryLike
 
 __all__ = ["TABLE_FIELDS", "import_table"]
 
@@ -80,7 +78,7 @@ def _time_text(text: str) -> str:
 class _TableRows:
     """Turns table records into checked add_fact items."""
 
-    def __init__(self, mem: "Memory", cols: Mapping[str, int], *, inclusive_end: bool, literal: bool,
+    def __init__(self, mem: MemoryLike, cols: Mapping[str, int], *, inclusive_end: bool, literal: bool,
                  source: str | None) -> None:
         self.mem = mem
         self.cols = cols
@@ -155,7 +153,7 @@ def _table_records(
 
 
 def import_table(
-    mem: "Memory",
+    mem: MemoryLike,
     path: str | os.PathLike[str],
     *,
     delimiter: str | None = None,
