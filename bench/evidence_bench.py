@@ -51,10 +51,10 @@ from typing import Any
 import numpy as np
 
 import chronomem
+from chronomem.adapters.eval import _gold_turns, load_locomo, locomo_episodes
 from chronomem.core.ids import new_id
 from chronomem.service.evidence import EMBEDDERS, SearchConfig, get_embedder
 from chronomem.service.evidence.episodes import index_parts
-from chronomem.service.evidence.eval import _gold_turns, load_locomo, locomo_episodes
 from chronomem.store.protocol import EpisodeRecord
 
 LOCOMO = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo" / "locomo_dev.json"

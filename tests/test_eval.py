@@ -14,8 +14,8 @@ from click.testing import CliRunner
 import chronomem
 from chronomem.adapters.cli import ChronomemGroup, evidence_cmds
 from chronomem.adapters.cli._common import State
+from chronomem.adapters.eval import parse_locomo_date, run_locomo, run_longmemeval
 from chronomem.service.evidence import default_embedder
-from chronomem.service.evidence.eval import parse_locomo_date, run_locomo, run_longmemeval
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo" / "locomo_dev.json"
 

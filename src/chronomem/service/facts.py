@@ -20,7 +20,6 @@ from ..errors import (
     InvalidInputError,
     InvalidIntervalError,
 )
-from ..store.protocol import FactQuery
 from .gcpause import paused_gc
 from .reads import FactReads
 from .scope import Scope
@@ -48,10 +47,13 @@ class FactWrites:
         scope = self._scope
         if row.rowid is None and id(row) not in work.new_rows:
             # not written as such (a no-op write dropped it): read what is believed
-            got = scope.store.query(FactQuery(scope.ns_id, fact_ids=[row.fact_id], all_versions=True))
-            for r in got:
-                if r.st == MAX_US or r.version == row.version:
-                    return scope.fact(r, scope.now_us())
+            versions = self._reads.versions(row.fact_id)
+            for f in versions:
+                if f.system_to is None:
+                    return f
+            for f in versions:
+                if f.version == row.version:
+                    return f
             raise FactNotFoundError(f"fact {row.fact_id} vanished")  # pragma: no cover
         return scope.fact(scope.named(row), scope.now_us())
 

@@ -10,7 +10,7 @@ from ..core import analysis as _analysis
 from ..core.codec import encode_literal, tuples_to_facts
 from ..core.models import Event, Fact, Provenance, Stats
 from ..core.names import normalize_key
-from ..core.time import MAX_US, MIN_US, TimeLike, from_us
+from ..core.time import MAX_US, MIN_US, TimeLike, from_us, to_us
 from ..errors import FactNotFoundError, InvalidInputError, InvalidIntervalError
 from ..store.protocol import FactQuery
 from .scope import Scope, count
@@ -153,24 +153,21 @@ class FactReads:
 
     def fact(self, fact_id: str, *, known_at: TimeLike | None = None) -> Fact:
         """One fact by id: the version believed at ``known_at`` (default now)."""
-        scope = self._scope
-        at = scope.known(known_at)
-        rows = scope.store.query(FactQuery(scope.ns_id, fact_ids=[fact_id], all_versions=True))
-        if not rows:
-            raise FactNotFoundError(f"no fact with id {fact_id!r} in namespace {scope.namespace!r}")
-        now = scope.now_us()
-        for r in rows:
-            if (at is None and r.st == MAX_US) or (at is not None and r.sf <= at < r.st):
-                return scope.fact(r, now)
-        last = max(rows, key=lambda r: r.version)
-        return scope.fact(last, now)
+        at = self._scope.known(known_at)
+        versions = self.versions(fact_id)
+        if not versions:
+            raise FactNotFoundError(f"no fact with id {fact_id!r} in namespace {self._scope.namespace!r}")
+        for f in versions:
+            if at is None and f.system_to is None:
+                return f
+            if at is not None and to_us(f.system_from) <= at and (f.system_to is None or at < to_us(f.system_to)):
+                return f
+        return versions[-1]
 
     def versions(self, fact_id: str) -> list[Fact]:
         """All versions of one fact, oldest first."""
-        scope = self._scope
-        rows = scope.store.query(FactQuery(scope.ns_id, fact_ids=[fact_id], all_versions=True))
-        now = scope.now_us()
-        return sorted((scope.fact(r, now) for r in rows), key=lambda f: f.version)
+        facts = self.run(FactQuery(self._scope.ns_id, fact_ids=[fact_id], all_versions=True))
+        return sorted(facts, key=lambda f: f.version)
 
     def evidence(self, fact_id: str) -> list[Provenance]:
         """Every recorded source of a fact: its first source, then extra ones."""

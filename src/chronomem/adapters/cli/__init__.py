@@ -21,7 +21,7 @@ from typing import Any
 import click
 
 from ...errors import ChronomemError
-from ...service.evidence.embed import EMBEDDERS
+from ...service.evidence import EMBEDDERS
 from ._common import CliError, State
 
 __all__ = ["ChronomemGroup", "main"]

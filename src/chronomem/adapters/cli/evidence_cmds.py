@@ -21,7 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ...core.jsonobj import load_object
 from ...errors import InvalidInputError
-from ...service.evidence.models import SearchConfig
+from ...service.evidence import SearchConfig
 from ._common import console, emit, facts_out, json_option, nothing, state
 
 __all__ = ["register"]
@@ -158,7 +158,7 @@ def _detect(path: Path) -> str:
 
 
 def _episodes(path: Path, fmt: str) -> list[dict[str, Any]]:
-    from ...service.evidence.eval import _lme_date, load_locomo, locomo_episodes
+    from ..eval import _lme_date, load_locomo, locomo_episodes
 
     if fmt == "jsonl":
         return list(_read_jsonl(path))
@@ -290,7 +290,7 @@ def _eval_inputs(default_out: str) -> Callable[[_F], _F]:
 def eval_locomo_cmd(path: Path, out: Path, store: Path | None, conversations: int | None,
                     views: tuple[str, ...]) -> None:
     """Score turn- and session-level recall/hit/nDCG@1,5,10 on a LoCoMo file."""
-    from ...service.evidence.eval import run_locomo
+    from ..eval import run_locomo
 
     _eval_run(store, lambda open_memory: run_locomo(
         open_memory, path, out_dir=out, views=views or ("as_world", "as_recorded", "raw"),
@@ -303,7 +303,7 @@ def eval_locomo_cmd(path: Path, out: Path, store: Path | None, conversations: in
 @json_option
 def eval_lme_cmd(path: Path, out: Path, store: Path | None, limit: int | None) -> None:
     """Score session-level recall/hit/nDCG@1,5,10 on a LongMemEval file."""
-    from ...service.evidence.eval import run_longmemeval
+    from ..eval import run_longmemeval
 
     _eval_run(store, lambda open_memory: run_longmemeval(open_memory, path, out_dir=out, limit=limit,
                                                          progress=_eval_progress))

@@ -1,4 +1,4 @@
-"""``import`` and ``export``: thin wrappers over :mod:`chronomem.service.transfer.jsonl`."""
+"""``import`` and ``export``: thin wrappers over :mod:`chronomem.io`."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
+from ... import io as cio
 from ...errors import InvalidInputError
-from ...service.transfer import jsonl as cio
 from ._common import console, emit, json_option, plural, state
 
 _FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv", ".tab": "tsv"}

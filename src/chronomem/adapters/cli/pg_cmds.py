@@ -34,12 +34,12 @@ def copy_cmd(src: str, dst: str, only: tuple[str, ...]) -> None:
     as stored, as `export` writes them; every copied namespace must be empty
     in DST. The erasure log is not copied.
     """
-    from ..._open import open_store_at
-    from ...service.transfer.copy import copy_store
+    from ...copy import copy_store
+    from ...store import open_store
 
-    source = open_store_at(src)
+    source = open_store(src)
     try:
-        target = open_store_at(dst)
+        target = open_store(dst)
         try:
             def progress(namespace: str, versions: int) -> None:
                 log.info("copying %s: %d versions", namespace, versions)
@@ -69,10 +69,10 @@ def copy_cmd(src: str, dst: str, only: tuple[str, ...]) -> None:
 def migrate_cmd() -> None:
     """Create the database behind --db or bring its schema up to date (opening
     a memory does the same; this command lets a deploy step do it once)."""
-    from ..._open import open_store_at
+    from ...store import open_store
 
     st = state()
-    store = open_store_at(st.db_path)
+    store = open_store(st.db_path)
     try:
         version = store.schema_version()
         url = store.url

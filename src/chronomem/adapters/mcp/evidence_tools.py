@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ...core.names import normalize_key
 from ...errors import ChronomemError, InvalidInputError, InvalidIntervalError, InvalidTimeError
 from ...memory import Memory
-from ...service.evidence.models import MAX_EPISODE_CHARS, Episode, Hit
+from ...service.evidence import MAX_EPISODE_CHARS, Episode, Hit
 from .fact_tools import (
     _TIME_HELP,
     Literal_,

@@ -10,7 +10,7 @@ from typing import Any
 from ...core.time import format_us, to_us
 from ...errors import InvalidInputError, NotFoundError
 from ...memory import Memory
-from ...service.evidence.models import VIEWS, Hit
+from ...service.evidence import VIEWS, Hit
 
 __all__ = ["DEFAULT_K", "MAX_K", "episode_view", "parse_k", "parse_view", "search_view"]
 

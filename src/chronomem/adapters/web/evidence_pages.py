@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 from urllib.parse import quote
 
-from ...service.evidence.models import VIEWS
+from ...service.evidence import VIEWS
 from .html import entity_url, esc, layout, qs
 
 __all__ = ["episode_page", "episode_url", "search_page"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...service.evidence.models import MAX_EPISODE_CHARS
+from ...service.evidence import MAX_EPISODE_CHARS
 
 __all__ = ["openapi_document"]
 

