@@ -1,7 +1,7 @@
 """PostgreSQL primitives for episodes (evidence): rows, time mentions,
 vectors and the tsvector lexical index, all written in the caller's
-transaction. The PostgreSQL counterpart of ``store/sqlite_episodes.py``; what
-both backends do alike is in :mod:`._baseepisodes`, with ``%s`` here.
+transaction. The PostgreSQL counterpart of :mod:`chronomem.store.sqlite.episodes`;
+what both backends do alike is in :mod:`chronomem.store.sql.episodes`.
 
 Lexical search: a weighted ``tsvector`` per episode with the ``simple``
 configuration (language-neutral: no stemming and no stop-word list, so
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 from ...errors import StoreError
 from ..protocol import EpisodeFilter
+from ..sql.dialect import POSTGRES
 from ..sql.episodes import BaseEpisodeStore, BaseEpisodeTx, EpisodeSQL, pruned_query
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -29,7 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["PgEpisodeStoreMixin", "PgEpisodeTxMixin", "tsquery_terms"]
 
-_SQL = EpisodeSQL("%s", returning=True, times_key="id")
+_SQL = EpisodeSQL(POSTGRES)
 _TSV = (
     "setweight(to_tsvector('simple', %s), 'A') || setweight(to_tsvector('simple', %s), 'B') || "
     "setweight(to_tsvector('simple', %s), 'C') || setweight(to_tsvector('simple', %s), 'D')"
@@ -135,12 +136,6 @@ class PgEpisodeStoreMixin(BaseEpisodeStore):
         from contextlib import AbstractContextManager
 
         def _conn(self) -> AbstractContextManager[Any]: ...
-
-    def _in(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
-        return f"{column} = ANY(%s)", [list(values)]
-
-    def _chunks(self, values: Sequence[Any], size: int) -> list[Sequence[Any]]:
-        return [values]  # one array parameter binds them all
 
     def _vector_bytes(self, stored: Any) -> bytes:
         return array("f", stored).tobytes()

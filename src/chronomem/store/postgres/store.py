@@ -37,8 +37,10 @@ from ...core.time import MAX_US, Clock, SystemClock, from_us, peek_clock, to_us
 from ...errors import MissingExtraError, SchemaVersionError, StoreError
 from .. import fork as _fork
 from ..migrations import load_migrations
+from ..names import NameCache
 from ..protocol import Capabilities, EntityRecord, EpisodeStore, FactQuery, PredicateRecord, Row
-from ..sql.facts import SELECT_FACT, SELECT_READ, compose_fact_sql
+from ..sql.dialect import POSTGRES
+from ..sql.facts import FACTS, READS, compose_fact_sql
 from ..sql.reads import RowReadsMixin, StoreSQL
 from ..sql.tx import RAW_COLS
 from .episodes import PgEpisodeStoreMixin
@@ -103,7 +105,7 @@ class PostgresStore(RowReadsMixin, PgEpisodeStoreMixin):
     """PostgreSQL implementation of :class:`~chronomem.store.protocol.Store`."""
 
     backend = "postgresql"
-    _rows_sql = StoreSQL("%s")
+    _rows_sql = StoreSQL(POSTGRES)
     pgvector = False
     # episodes and prefix search; a server store has no local file
     capabilities = Capabilities(episodes=True, entity_prefix_search=True, local_path=None)
@@ -153,12 +155,9 @@ class PostgresStore(RowReadsMixin, PgEpisodeStoreMixin):
         self._pool.open(wait=False)
         self._local = threading.local()
         self._write_lock = threading.RLock()
-        self._entity_cache: dict[tuple[int, str], int] = {}
-        self._pred_cache: dict[tuple[int, str], PredicateRecord] = {}
-        self._card_cache: dict[int, str] = {}
-        self._pred_by_id: dict[int, PredicateRecord] = {}
-        # id -> display name; names never change once created
-        self._names: dict[int, str] = {}
+        # name keys, predicates, cardinalities and display names; its
+        # transactions get it too
+        self._name_cache = NameCache()
         self._pred_names: dict[int, str] = {}
         self._names_version = -1
         # every system time up to this one is final (see settle)
@@ -327,7 +326,7 @@ class PostgresStore(RowReadsMixin, PgEpisodeStoreMixin):
                 if names_version != self._names_version:
                     self._clear_caches()
                     self._names_version = names_version
-                tx = PgTx(self, conn, now, shared=shared)
+                tx = PgTx(self, self._name_cache, conn, now, shared=shared)
                 self._local.tx = tx
                 yield tx
                 tx.commit()
@@ -379,10 +378,7 @@ class PostgresStore(RowReadsMixin, PgEpisodeStoreMixin):
             log.debug("rollback failed", exc_info=True)
 
     def _clear_caches(self) -> None:
-        self._entity_cache.clear()
-        self._pred_cache.clear()
-        self._card_cache.clear()
-        self._pred_by_id.clear()
+        self._name_cache.drop_keys()
 
     @contextmanager
     def read(self) -> Iterator[None]:
@@ -439,22 +435,20 @@ class PostgresStore(RowReadsMixin, PgEpisodeStoreMixin):
     def entity_names(self, ids: Iterable[int]) -> dict[int, str]:
         """Display names of entity ids (cached: a name never changes and ids
         are never reused). The returned mapping covers at least ``ids``."""
-        names = self._names
-        missing = [i for i in ids if i not in names] if ids else []
-        if missing:
-            with self._conn() as conn:
-                for eid, name in conn.execute("SELECT id, name FROM entities WHERE id = ANY(%s)", (missing,)):
-                    names[int(eid)] = str(name)
-        return names
+        return self._cached_names(self._name_cache.names, "SELECT id, name FROM entities WHERE id = ANY(%s)", ids)
 
     def predicate_names(self, ids: Iterable[int]) -> dict[int, str]:
         """Display names of predicate ids (cached: a name never changes)."""
-        names = self._pred_names
+        return self._cached_names(self._pred_names, "SELECT id, name FROM predicates WHERE id = ANY(%s)", ids)
+
+    def _cached_names(self, names: dict[int, str], select: str, ids: Iterable[int]) -> dict[int, str]:
+        """``names`` (id -> display name) with the ones of ``ids`` it lacks
+        read by ``select`` (``id, name`` of an array of ids)."""
         missing = [i for i in ids if i not in names] if ids else []
         if missing:
             with self._conn() as conn:
-                for pid, name in conn.execute("SELECT id, name FROM predicates WHERE id = ANY(%s)", (missing,)):
-                    names[int(pid)] = str(name)
+                for i, name in conn.execute(select, (missing,)):
+                    names[int(i)] = str(name)
         return names
 
     def entity(self, entity_id: int) -> EntityRecord | None:
@@ -493,7 +487,7 @@ class PostgresStore(RowReadsMixin, PgEpisodeStoreMixin):
         tx: PgTx | None = getattr(self._local, "tx", None)
         in_tx = tx is not None
         if in_tx:
-            cached = self._pred_cache.get((ns_id, key))
+            cached = self._name_cache.predicate(ns_id, key)
             if cached is not None:
                 return cached
         # inside a write: the raw connection (predicates never wait on the
@@ -508,14 +502,14 @@ class PostgresStore(RowReadsMixin, PgEpisodeStoreMixin):
         if not got:
             return None
         if in_tx:
-            self._pred_cache[(ns_id, key)] = got[0]
+            self._name_cache.add_predicate(ns_id, key, got[0])
         return got[0]
 
     def predicate_by_id(self, predicate_id: int) -> PredicateRecord | None:
         """Cached; the cache is checked against the names version at the start
         of every write, so inside a write it is exact (outside, another
         process's predicate change shows after this process's next write)."""
-        cached = self._pred_by_id.get(predicate_id)
+        cached = self._name_cache.predicate_by_id(predicate_id)
         if cached is not None:
             return cached
         with self._conn() as conn:
@@ -523,7 +517,7 @@ class PostgresStore(RowReadsMixin, PgEpisodeStoreMixin):
             got = self._pred_records(rows)
         if not got:
             return None
-        self._pred_by_id[predicate_id] = got[0]
+        self._name_cache.add_predicate_by_id(got[0])
         return got[0]
 
     def predicates(self, ns_id: int) -> list[PredicateRecord]:
@@ -534,30 +528,27 @@ class PostgresStore(RowReadsMixin, PgEpisodeStoreMixin):
             return self._pred_records(rows)
 
     def _cardinality(self, predicate_id: int) -> str:
-        got = self._card_cache.get(predicate_id)
+        got = self._name_cache.cardinality(predicate_id)
         if got is None:
             with self._conn() as conn:
                 row = conn.execute("SELECT cardinality FROM predicates WHERE id = %s", (predicate_id,)).fetchone()
             got = str(row[0]) if row else "many"
-            self._card_cache[predicate_id] = got
+            self._name_cache.add_cardinality(predicate_id, got)
         return got
 
     # -- fact reads -----------------------------------------------------
     def query_sql(self, q: FactQuery) -> tuple[str, list[Any]]:
         """The SQL and parameters :meth:`query` runs for ``q``."""
-        return self._build_sql(q, SELECT_FACT, "9, 2, 3")
+        return compose_fact_sql(q, FACTS, POSTGRES)
 
     def read_sql(self, q: FactQuery) -> tuple[str, list[Any]]:
         """The SQL and parameters :meth:`query_tuples` runs for ``q``."""
-        return self._build_sql(q, SELECT_READ, "7, 1, 2")
-
-    def _build_sql(self, q: FactQuery, head: str, union_order: str) -> tuple[str, list[Any]]:
-        return compose_fact_sql(q, head, union_order, "%s", _in, "false")
+        return compose_fact_sql(q, READS, POSTGRES)
 
     def query_tuples(self, q: FactQuery) -> list[tuple[Any, ...]]:
         """The read path: raw tuples in ``READ_COLUMNS`` order, no names
         (resolve them with :meth:`entity_names` / :meth:`predicate_names`).
-        (SQLite's busy-entity cut-off, ``_factsql.limit_cutoff``, made this
+        (SQLite's busy-entity cut-off, ``sql.facts.limit_cutoff``, made this
         backend slower when measured: 73 ms instead of 12 ms for a LIMITed
         read of a 25,000-fact entity, so it is not used here.)"""
         sql, params = self.read_sql(q)
@@ -610,14 +601,6 @@ class PostgresStore(RowReadsMixin, PgEpisodeStoreMixin):
             ).fetchone()
         keys = ("entities", "predicates", "versions", "facts", "current", "retracted")
         return {k: int(v or 0) for k, v in zip(keys, row, strict=True)}
-
-
-def _in(column: str, values: Sequence[Any], params: list[Any]) -> str:
-    if len(values) == 1:
-        params.append(values[0])
-        return f"{column} = %s"
-    params.append(list(values))
-    return f"{column} = ANY(%s)"
 
 
 if TYPE_CHECKING:  # pragma: no cover - mypy checks the store against both protocols

@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Any, Protocol, Sequence
 from ...core.names import normalize_key
 from ...core.time import MAX_US
 from ...errors import ChronomemError, InvalidInputError, StoreError
+from ..names import NameCache
 from ..protocol import PredicateRecord, Row
+from ..sql.dialect import POSTGRES
 from ..sql.tx import INSERT_COLS, RAW_COLS, BaseTx, TxSQL, TxStore, fact_values
 from .episodes import PgEpisodeTxMixin, PgEpisodeTxStore
 
@@ -28,7 +30,7 @@ __all__ = ["PgTx", "RAW_COLS", "FACT_INSERT_COLS", "CAN_EMIT_SQL", "DURABILITY",
 
 log = logging.getLogger("chronomem.store.postgres")
 
-_SQL = TxSQL("%s", " RETURNING id")
+_SQL = TxSQL(POSTGRES)
 # fact inserts also set the ``single`` flag (see PgTx._single_flags)
 FACT_INSERT_COLS = (*INSERT_COLS, "single")
 _INSERT_HEAD = f"INSERT INTO facts ({', '.join(FACT_INSERT_COLS)}) VALUES "
@@ -130,11 +132,6 @@ class PgTxStore(TxStore, PgEpisodeTxStore, Protocol):
     :class:`TxStore` and :class:`PgEpisodeTxStore`; a protocol, so this module
     need not import the store (that import made a cycle)."""
 
-    _card_cache: dict[int, str]
-    """Predicate id -> cardinality, owned by the store (filled by
-    :meth:`_cardinality`, cleared with the name caches); a transaction sets
-    the entry of a predicate it creates and drops that of one it defines."""
-
     @property
     def schema(self) -> str | None:
         """The store's schema (``None``: the connection's search path)."""
@@ -150,7 +147,7 @@ class PgTxStore(TxStore, PgEpisodeTxStore, Protocol):
         ...
 
     def _cardinality(self, predicate_id: int) -> str:
-        """A predicate's cardinality, through :attr:`_card_cache`."""
+        """A predicate's cardinality, through the name cache."""
         ...
 
     def _errors(self) -> AbstractContextManager[None]:
@@ -167,9 +164,10 @@ class PgTx(BaseTx, PgEpisodeTxMixin):
     sql = _SQL
     store: PgTxStore
 
-    def __init__(self, store: PgTxStore, conn: "psycopg.Connection[Any]", now: int, *,
+    def __init__(self, store: PgTxStore, names: NameCache, conn: "psycopg.Connection[Any]", now: int, *,
                  shared: bool = False) -> None:
         self.store = store
+        self.names = names
         self._conn = conn
         self.now = now
         # a shared write (see PostgresStore.write): it may touch only the
@@ -273,8 +271,8 @@ class PgTx(BaseTx, PgEpisodeTxMixin):
         if not self.shared:
             return
         keys: set[int] = set()
-        for kind, names, cache in (("e", entities, self.store._entity_cache),
-                                   ("p", predicates, self.store._pred_cache)):
+        cache = self.names
+        for kind, names, known in (("e", entities, cache.entity_id), ("p", predicates, cache.predicate)):
             for name in names:
                 if not isinstance(name, str):
                     continue
@@ -282,7 +280,7 @@ class PgTx(BaseTx, PgEpisodeTxMixin):
                     key = normalize_key(name, "name")
                 except ChronomemError:
                     continue
-                if (ns_id, key) not in cache:
+                if known(ns_id, key) is None:
                     keys.add(self._lock_key(kind, ns_id, key))
         self._take_locks(sorted(keys - self._held))
 
@@ -331,8 +329,8 @@ class PgTx(BaseTx, PgEpisodeTxMixin):
 
     # -- entities -------------------------------------------------------
     def entity_id(self, ns_id: int, key: str) -> int | None:
-        cache = self.store._entity_cache
-        got = cache.get((ns_id, key))
+        cache = self.names
+        got = cache.entity_id(ns_id, key)
         if got is not None or ns_id in self._complete:
             return got
         row = self.conn.execute(
@@ -344,13 +342,13 @@ class PgTx(BaseTx, PgEpisodeTxMixin):
             # namespace's keys answers every later lookup without a round trip.
             misses = self._misses[ns_id] = self._misses.get(ns_id, 0) + 1
             if misses == _BULK_MISSES and not self.shared:
-                for k, eid in self.conn.execute(
-                    "SELECT key, entity_id FROM entity_keys WHERE ns_id = %s", (ns_id,)
-                ):
-                    cache[(ns_id, k)] = int(eid)
+                cache.add_entity_keys(ns_id, (
+                    (k, int(eid)) for k, eid in self.conn.execute(
+                        "SELECT key, entity_id FROM entity_keys WHERE ns_id = %s", (ns_id,))
+                ))
                 self._complete.add(ns_id)
             return None
-        cache[(ns_id, key)] = int(row[0])
+        cache.add_entity_key(ns_id, key, int(row[0]))
         return int(row[0])
 
     def _claim_name(self, kind: str, ns_id: int, key: str) -> bool:
@@ -423,12 +421,12 @@ class PgTx(BaseTx, PgEpisodeTxMixin):
         ).fetchone()
         assert row is not None
         rec = PredicateRecord(int(row[0]), ns_id, key, name, "many", None, None, False)
-        self.store._pred_cache[(ns_id, key)] = rec
-        self.store._card_cache[rec.id] = "many"
+        self.names.add_predicate(ns_id, key, rec)
+        self.names.add_cardinality(rec.id, "many")
         return rec
 
     def _defined_predicate(self, ns_id: int, key: str, predicate_id: int) -> PredicateRecord:
-        self.store._card_cache.pop(predicate_id, None)
+        self.names.forget_cardinality(predicate_id)
         rec = self.store.predicate_by_id(predicate_id)
         assert rec is not None
         return rec

@@ -1,27 +1,28 @@
 """The episode (evidence) SQL both backends run, written once here.
 
-:class:`EpisodeSQL` composes every shared statement for one placeholder
-(``?`` or ``%s``). :class:`BaseEpisodeTx` holds the episode writes whose
-logic is the same on both backends and runs them through the write
-transaction's hooks (``_execute``, ``_insert_id``, see
+:class:`EpisodeSQL` composes every shared statement for one
+:class:`~chronomem.store.sql.dialect.Dialect`. :class:`BaseEpisodeTx` holds
+the episode writes whose logic is the same on both backends and runs them
+through the write transaction's hooks (``_execute``, ``_insert_id``, see
 :class:`~chronomem.store.sql.tx.BaseTx`); :class:`BaseEpisodeStore` the
 episode reads, run through the store's ``_fetch`` (see
-:class:`~chronomem.store.sql.reads.RowReadsMixin`) and two hooks that bind a
-list of values (:meth:`BaseEpisodeStore._in`,
-:meth:`BaseEpisodeStore._chunks`). What really differs — the lexical index
-(FTS5 ``bm25`` against ``tsvector``/``ts_rank_cd``) and its common-term
-counts, how vectors are stored (BLOBs against ``real[]``/pgvector),
-``RETURNING`` against ``lastrowid`` — stays in :mod:`.sqlite_episodes` and
-:mod:`.postgres_episodes`.
+:class:`~chronomem.store.sql.reads.RowReadsMixin`), binding lists of values
+as the dialect does. What really differs — the lexical index (FTS5 ``bm25``
+against ``tsvector``/``ts_rank_cd``) and its common-term counts, how vectors
+are stored (BLOBs against ``real[]``/pgvector) — stays in
+:mod:`chronomem.store.sqlite.episodes` and
+:mod:`chronomem.store.postgres.episodes`.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from operator import attrgetter
 from typing import Any, ClassVar, Sequence
 
 from ...errors import InvalidInputError
 from ..protocol import EpisodeFilter, EpisodeRecord
+from .dialect import Dialect
 from .tx import Cursor
 
 __all__ = ["BaseEpisodeStore", "BaseEpisodeTx", "EP_COLS", "EpisodeSQL", "pruned_query"]
@@ -31,6 +32,15 @@ EP_COLS = (
     "e.rowid, e.id, e.ns_id, e.text, e.occurred_at, e.occurred_prec, e.recorded_at, e.source, e.session, "
     "e.speaker, e.metadata, e.superseded_by, e.superseded_at, e.erased_at"
 )
+
+# the columns an insert of an episode sets; a raw restore also sets its
+# supersession and erasure (tombstones included)
+_INSERT_COLS = ("id", "ns_id", "text", "occurred_at", "occurred_prec", "recorded_at", "source", "session",
+                "speaker", "metadata")
+_RESTORE_COLS = (*_INSERT_COLS, "superseded_by", "superseded_at", "erased_at")
+# their values, from the EpisodeRecord fields of the same names
+_insert_values = attrgetter(*_INSERT_COLS)
+_restore_values = attrgetter(*_RESTORE_COLS)
 
 # the optional conditions of an EpisodeFilter: (attribute, condition on its value)
 _FILTERS = (
@@ -68,30 +78,21 @@ def pruned_query(match: str, terms: Sequence[str], counts: Sequence[int], cap: i
 
 
 class EpisodeSQL:
-    """The shared episode statements for the placeholder ``ph``.
-    ``returning``: inserts whose caller needs the new key end with
-    ``RETURNING`` (else the driver reports it, as SQLite's ``lastrowid``);
-    ``times_key`` is the column that keeps an episode's time mentions in
-    insertion order."""
+    """The shared episode statements in dialect ``d`` (kept as :attr:`dialect`)."""
 
-    def __init__(self, ph: str, *, returning: bool, times_key: str) -> None:
-
-        def values(n: int) -> str:
-            return "(" + ", ".join([ph] * n) + ")"
-
-        def ret(column: str) -> str:
-            return f" RETURNING {column}" if returning else ""
-
+    def __init__(self, d: Dialect) -> None:
+        ph, values, ret = d.ph, d.values, d.ret
+        self.dialect = d
         self.filters = tuple((attr, cond.format(ph=ph)) for attr, cond in _FILTERS)
         self.in_ns = f"e.ns_id = {ph}"
         episodes = f"SELECT {EP_COLS} FROM episodes e WHERE"
         live_after = f"e.ns_id = {ph} AND e.rowid > {ph} AND e.erased_at IS NULL"
 
         # -- writes ----------------------------------------------------------
-        self.insert_episode = (
-            "INSERT INTO episodes (id, ns_id, text, occurred_at, occurred_prec, recorded_at, source, session, "
-            f"speaker, metadata) VALUES {values(10)}{ret('rowid')}"
-        )
+        def insert(cols: tuple[str, ...]) -> str:
+            return f"INSERT INTO episodes ({', '.join(cols)}) VALUES {values(len(cols))}{ret('rowid')}"
+
+        self.insert_episode = insert(_INSERT_COLS)
         adjacent = f"{episodes} e.ns_id = {ph} AND e.session = {ph} AND e.rowid"
         self.episode_before = f"{adjacent} < {ph} AND e.erased_at IS NULL ORDER BY e.rowid DESC LIMIT 1"
         self.episode_after = f"{adjacent} > {ph} AND e.erased_at IS NULL ORDER BY e.rowid LIMIT 1"
@@ -101,11 +102,8 @@ class EpisodeSQL:
         self.embedding_model = f"SELECT id, dim FROM embedding_models WHERE name = {ph}"
         self.insert_embedding_model = f"INSERT INTO embedding_models (name, dim) VALUES {values(2)}{ret('id')}"
         self.episode_by_id = f"{episodes} e.id = {ph}"
-        # raw restore (export/import, copy): every column as carried, tombstones included
-        self.restore_episode = (
-            "INSERT INTO episodes (id, ns_id, text, occurred_at, occurred_prec, recorded_at, source, session, "
-            f"speaker, metadata, superseded_by, superseded_at, erased_at) VALUES {values(13)}{ret('rowid')}"
-        )
+        # raw restore (export/import, copy): every column as carried
+        self.restore_episode = insert(_RESTORE_COLS)
         self.supersede_episode = f"UPDATE episodes SET superseded_by = {ph}, superseded_at = {ph} WHERE rowid = {ph}"
         self.episode_fact_ids = (
             f"SELECT fact_id FROM facts WHERE episode_id = {ph} UNION "
@@ -129,7 +127,8 @@ class EpisodeSQL:
         self.episodes_head = f"{episodes} "
         self.list_episodes_tail = f" ORDER BY COALESCE(e.occurred_at, e.recorded_at), e.rowid LIMIT {ph} OFFSET {ph}"
         self.episode_times_head = "SELECT episode_rowid, start_us, end_us, phrase, precision FROM episode_times WHERE "
-        self.episode_times_tail = f" ORDER BY episode_rowid, {times_key}"
+        # an episode's time mentions in insertion order
+        self.episode_times_tail = f" ORDER BY episode_rowid, {d.insert_order}"
         self.embedding_models = "SELECT id, name, dim FROM embedding_models ORDER BY id"
         self.vector_stats = (
             "SELECT count(*), COALESCE(max(episode_rowid), 0) FROM episode_vectors "
@@ -186,7 +185,7 @@ class BaseEpisodeTx(ABC):
 
     @abstractmethod
     def _insert_id(self, sql: str, params: Sequence[Any]) -> int:
-        """Run an insert of ``EpisodeSQL`` that ends with ``returning``; the new key."""
+        """Run an insert of ``EpisodeSQL`` that ends with the dialect's ``RETURNING``; the new key."""
 
     @abstractmethod
     def insert_episode_times(self, items: Sequence[tuple[int, int, int, str, int]]) -> None: ...
@@ -198,21 +197,13 @@ class BaseEpisodeTx(ABC):
     # -- episodes --------------------------------------------------------------
     def insert_episode(self, rec: EpisodeRecord) -> int:
         """Insert the row; index it with ``replace_episode_index``."""
-        return self._insert_id(
-            self.ep_sql.insert_episode,
-            (rec.id, rec.ns_id, rec.text, rec.occurred_at, rec.occurred_prec, rec.recorded_at, rec.source,
-             rec.session, rec.speaker, rec.metadata),
-        )
+        return self._insert_id(self.ep_sql.insert_episode, _insert_values(rec))
 
     def restore_episode(self, rec: EpisodeRecord) -> int:
         """Insert a carried episode as it was stored (export/import, copy):
         its supersession and erasure included. Its mentions, vectors and
         index rows are the caller's to write."""
-        return self._insert_id(
-            self.ep_sql.restore_episode,
-            (rec.id, rec.ns_id, rec.text, rec.occurred_at, rec.occurred_prec, rec.recorded_at, rec.source,
-             rec.session, rec.speaker, rec.metadata, rec.superseded_by, rec.superseded_at, rec.erased_at),
-        )
+        return self._insert_id(self.ep_sql.restore_episode, _restore_values(rec))
 
     def adjacent_episodes(self, rec: EpisodeRecord) -> tuple[EpisodeRecord | None, EpisodeRecord | None]:
         """The episodes just before and after ``rec`` in its session (rowid order)."""
@@ -290,24 +281,20 @@ class BaseEpisodeStore(ABC):
         connection (as ``RowReadsMixin._fetch``)."""
 
     @abstractmethod
-    def _in(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
-        """The condition that ``column`` is one of ``values``, and its parameters."""
-
-    @abstractmethod
-    def _chunks(self, values: Sequence[Any], size: int) -> list[Sequence[Any]]:
-        """``values`` cut into lists one statement can bind (a backend that
-        binds one parameter per value takes at most ``size``)."""
-
-    @abstractmethod
     def _vector_bytes(self, stored: Any) -> bytes:
         """A stored vector as float32 bytes."""
+
+    def _in(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        """The condition that ``column`` is one of ``values``, and its parameters."""
+        params: list[Any] = []
+        return self.ep_sql.dialect.is_in(column, values, params), params
 
     # -- episodes ------------------------------------------------------------------
     def _in_queries(self, head: str, column: str, values: Sequence[Any], size: int,
                     tail: str = "") -> list[tuple[str, Sequence[Any]]]:
         """``head`` + (``column`` is one of a chunk of ``values``) + ``tail``, a statement a chunk."""
         queries: list[tuple[str, Sequence[Any]]] = []
-        for chunk in self._chunks(values, size):
+        for chunk in self.ep_sql.dialect.chunks(values, size):
             cond, params = self._in(column, chunk)
             queries.append((head + cond + tail, params))
         return queries
@@ -360,7 +347,7 @@ class BaseEpisodeStore(ABC):
             return []
         q = self.ep_sql
         queries: list[tuple[str, Sequence[Any]]] = []
-        for chunk in self._chunks(episode_ids, 400):
+        for chunk in self.ep_sql.dialect.chunks(episode_ids, 400):
             in_facts, params = self._in("episode_id", chunk)
             in_sources, more = self._in("s.episode_id", chunk)
             queries.append((q.citing_head + in_facts + q.citing_sources + in_sources, [ns_id, *params, *more]))

@@ -1,41 +1,58 @@
 """The fact-read SQL both backends run, composed once here.
 
-A backend supplies its placeholder (``?`` or ``%s``) and how it writes a
-membership test (``IN (?, ?)`` with expanded parameters, or ``= ANY(%s)``
-with one array parameter); everything else — the two time axes, the
-direction branches, the order — is shared, so both backends answer every
+A backend supplies its :class:`~chronomem.store.sql.dialect.Dialect` (the
+placeholder, how a membership test binds its values, the always-false
+condition); everything else — the two time axes, the direction branches,
+the order — is shared, so both backends answer every
 :class:`~chronomem.store.protocol.FactQuery` identically.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from ...core.time import MAX_US
-from ..protocol import READ_COLUMNS, FactQuery, Row
+from ..protocol import FACT_COLUMNS, READ_COLUMNS, FactQuery, Row
+from .dialect import Dialect
 
-__all__ = ["SELECT_FACT", "SELECT_READ", "InClause", "caller_sorts", "compose_fact_sql", "cutoff_shape",
-           "distinct_rows", "limit_cutoff"]
+__all__ = ["FACTS", "READS", "SELECT_FACT", "SELECT_READ", "FactHead", "caller_sorts", "compose_fact_sql",
+           "cutoff_shape", "distinct_rows", "limit_cutoff"]
 
 # Fact versions with their three names (the Row shape: FACT_COLUMNS + names).
 SELECT_FACT = (
-    "SELECT f.rowid, f.fact_id, f.version, f.ns_id, f.subject_id, f.predicate_id, f.object_id, "
-    "f.object_lit, f.valid_from, f.valid_from_prec, f.valid_to, f.valid_to_prec, f.system_from, "
-    "f.system_to, f.confidence, f.source, f.episode_id, f.properties, f.invalidated_by, "
-    "f.close_kind, f.closed_by, s.name, p.name, o.name "
+    "SELECT " + ", ".join("f." + c for c in FACT_COLUMNS) + ", s.name, p.name, o.name "
     "FROM facts f JOIN entities s ON s.id = f.subject_id JOIN predicates p ON p.id = f.predicate_id "
     "LEFT JOIN entities o ON o.id = f.object_id"
 )
 # The read path: READ_COLUMNS, no joins (names come from in-process caches).
 SELECT_READ = "SELECT " + ", ".join("f." + c for c in READ_COLUMNS) + " FROM facts f"
 
-# (column, values, params) -> SQL text; appends its parameters to params
-InClause = Callable[[str, Sequence[Any], list[Any]], str]
+# the order of every read; a two-branch UNION ALL can only name it by column positions
+ORDER_COLUMNS = ("valid_from", "fact_id", "version")
 
 
-def entity_by_key(ph: str) -> str:
+@dataclass(frozen=True, eq=False)
+class FactHead:
+    """The ``SELECT ... FROM facts f`` part of a fact read and the positions
+    of :data:`ORDER_COLUMNS` in it (compared and hashed by identity: a
+    backend keys its statement cache by it)."""
+
+    sql: str
+    union_order: str
+
+    @classmethod
+    def of(cls, sql: str, columns: Sequence[str]) -> FactHead:
+        return cls(sql, ", ".join(str(columns.index(c) + 1) for c in ORDER_COLUMNS))
+
+
+FACTS = FactHead.of(SELECT_FACT, FACT_COLUMNS)
+READS = FactHead.of(SELECT_READ, READ_COLUMNS)
+
+
+def entity_by_key(d: Dialect) -> str:
     """The id of the entity a name key names in a namespace (parameters: ns_id, key)."""
-    return f"SELECT entity_id FROM entity_keys WHERE ns_id = {ph} AND key = {ph}"
+    return f"SELECT entity_id FROM entity_keys WHERE ns_id = {d.ph} AND key = {d.ph}"
 
 
 def caller_sorts(q: FactQuery) -> bool:
@@ -47,16 +64,15 @@ def caller_sorts(q: FactQuery) -> bool:
     return q.limit is None and q.direction == "out" and (q.subject_ids is not None or q.subject_key is not None)
 
 
-def compose_fact_sql(q: FactQuery, head: str, union_order: str, ph: str, in_: InClause,
-                     nothing: str, valid_from_max: int | None = None,
+def compose_fact_sql(q: FactQuery, fact_head: FactHead, d: Dialect, valid_from_max: int | None = None,
                      order: bool = True) -> tuple[str, list[Any]]:
-    """SQL and parameters for ``q``. ``head`` is the ``SELECT ... FROM facts f``
-    part; ``union_order`` orders a two-branch ``UNION ALL`` by column number;
-    ``nothing`` is the backend's always-false condition. ``valid_from_max``
+    """SQL and parameters for ``q`` in dialect ``d``, selecting ``fact_head``
+    (:data:`FACTS` or :data:`READS`). ``valid_from_max``
     adds ``f.valid_from <= valid_from_max``: a backend that knows the first
     ``q.limit`` rows all start by then uses it so the sort before the LIMIT
     sees only those rows, not all of a busy entity's. ``order=False``: leave
     out the ``ORDER BY`` where :func:`caller_sorts` allows it."""
+    head, ph, in_ = fact_head.sql, d.ph, d.is_in
     common: list[str] = []
     cparams: list[Any] = []
     if valid_from_max is not None:
@@ -95,7 +111,7 @@ def compose_fact_sql(q: FactQuery, head: str, union_order: str, ph: str, in_: In
         """``column`` is the query's entity (its ids, or the one its key names)."""
         if q.subject_key is not None:
             params += [q.ns_id, q.subject_key]
-            return f"{column} = ({entity_by_key(ph)})"
+            return f"{column} = ({entity_by_key(d)})"
         assert q.subject_ids is not None
         return in_(column, q.subject_ids, params)
 
@@ -121,9 +137,9 @@ def compose_fact_sql(q: FactQuery, head: str, union_order: str, ph: str, in_: In
         parts.append(head + " WHERE " + " AND ".join(where + common))
         all_params += params + cparams
     if not parts:
-        return f"{head} WHERE {nothing}", []
+        return f"{head} WHERE {d.false}", []
     if len(parts) > 1:
-        sql = "SELECT * FROM (" + " UNION ALL ".join(parts) + f") AS u ORDER BY {union_order}"
+        sql = "SELECT * FROM (" + " UNION ALL ".join(parts) + f") AS u ORDER BY {fact_head.union_order}"
     elif order or not caller_sorts(q):
         # (valid_from, rowid) is the index order of predicate-wide reads:
         # no sort step for them
@@ -163,7 +179,7 @@ def cutoff_shape(q: FactQuery) -> bool:
 
 
 def limit_cutoff(q: FactQuery, execute: Callable[[str, list[Any]], Sequence[Sequence[Any]]],
-                 ph: str) -> int | None:
+                 d: Dialect) -> int | None:
     """For a LIMITed read of one entity's believed facts (``recall``'s read):
     a ``valid_from`` by which the first ``q.limit`` rows surely start, found
     without sorting all of a busy entity's rows. Per predicate, the
@@ -178,10 +194,11 @@ def limit_cutoff(q: FactQuery, execute: Callable[[str, list[Any]], Sequence[Sequ
     if q.subject_ids is not None:
         sid = q.subject_ids[0]
     else:
-        got = execute(entity_by_key(ph), [q.ns_id, q.subject_key])
+        got = execute(entity_by_key(d), [q.ns_id, q.subject_key])
         if not got:
             return None
         sid = int(got[0][0])
+    ph = d.ph
     step = (f"SELECT min(predicate_id) FROM facts WHERE subject_id = {ph} AND system_to = {MAX_US} "
             f"AND predicate_id > {ph}")
     preds: list[int] = []

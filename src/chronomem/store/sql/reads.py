@@ -1,7 +1,7 @@
 """Store reads both backends run with the same SQL, written once here.
 
-A backend mixes in :class:`RowReadsMixin`, names its placeholder (``?`` or
-``%s``) as the class attribute ``_rows_sql = StoreSQL(...)``, and implements
+A backend mixes in :class:`RowReadsMixin`, sets the class attribute
+``_rows_sql = StoreSQL(its dialect)``, and implements
 :meth:`RowReadsMixin._fetch`: run statements under its own locking and
 connection handling and return their rows.
 """
@@ -13,15 +13,17 @@ from typing import Any, ClassVar, Iterator, Sequence
 
 from ...core.time import MAX_US
 from ..protocol import Row
+from .dialect import Dialect
 from .facts import SELECT_FACT, distinct_rows
 
 __all__ = ["RowReadsMixin", "StoreSQL"]
 
 
 class StoreSQL:
-    """The shared read statements for the placeholder ``ph``."""
+    """The shared read statements in dialect ``d``."""
 
-    def __init__(self, ph: str) -> None:
+    def __init__(self, d: Dialect) -> None:
+        ph = d.ph
         self.newest_rows = f"{SELECT_FACT} WHERE f.ns_id = {ph} ORDER BY f.rowid DESC LIMIT {ph}"
         self.closed_rows = (
             f"{SELECT_FACT} WHERE f.ns_id = {ph} AND f.system_to < {MAX_US} ORDER BY f.system_to DESC LIMIT {ph}"

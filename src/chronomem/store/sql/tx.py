@@ -1,12 +1,12 @@
 """The write-transaction SQL both backends run, written once here.
 
-:class:`TxSQL` composes every shared statement for one placeholder (``?`` or
-``%s``); :class:`BaseTx` holds the write primitives whose logic is the same
+:class:`TxSQL` composes every shared statement for one
+:class:`~chronomem.store.sql.dialect.Dialect`; :class:`BaseTx` holds the write primitives whose logic is the same
 on both backends and runs them through three small hooks
 (:meth:`BaseTx._execute`, :meth:`BaseTx._executemany`,
 :meth:`BaseTx._insert_id`). What really differs — bulk paths, locking, how a
 names change is published, ``RETURNING`` against ``lastrowid`` — stays in
-the backend's subclass (:mod:`.sqlite_tx`, :mod:`.postgres_tx`).
+the backend's subclass (:mod:`chronomem.store.sqlite.tx`, :mod:`chronomem.store.postgres.tx`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar, Iterator, Protocol, Sequence
 
 from ...core.time import MAX_US
+from ..names import NameCache
 from ..protocol import FACT_COLUMNS, Capabilities, PredicateRecord, Row
+from .dialect import Dialect
 
 __all__ = ["BaseTx", "INSERT_COLS", "RAW_COLS", "TxSQL", "fact_values"]
 
@@ -43,14 +45,11 @@ def _upsert(table: str, cols: Sequence[str], key: Sequence[str], values: str) ->
 
 
 class TxSQL:
-    """The shared write statements for the placeholder ``ph``. ``returning``
-    ends an insert whose caller needs the new id (``" RETURNING id"``, or
-    ``""`` where the driver reports it, as SQLite's ``lastrowid``)."""
+    """The shared write statements in dialect ``d`` (only strings as
+    attributes: a test prepares each of them)."""
 
-    def __init__(self, ph: str, returning: str = "") -> None:
-
-        def values(n: int) -> str:
-            return "(" + ", ".join([ph] * n) + ")"
+    def __init__(self, d: Dialect) -> None:
+        ph, values = d.ph, d.values
 
         facts = f"SELECT {RAW_COLS} FROM facts WHERE"
         believed = f"system_to = {MAX_US}"
@@ -67,7 +66,7 @@ class TxSQL:
         self.insert_source = self.sources_head + self.source_values
 
         self.insert_entity = (
-            f"INSERT INTO entities (ns_id, key, name, type, properties, created_at) VALUES {values(6)}{returning}"
+            f"INSERT INTO entities (ns_id, key, name, type, properties, created_at) VALUES {values(6)}{d.ret('id')}"
         )
         self.insert_entity_key = f"INSERT INTO entity_keys (ns_id, key, entity_id) VALUES {values(3)}"
         self.update_entity = (
@@ -125,23 +124,8 @@ class TxStore(Protocol):
     """What the shared primitives use of the store: the type of
     :attr:`BaseTx.store`, so a transaction module need not import its store
     class (each backend's transaction extends it with what it uses besides).
-
-    The three caches are the store's: it creates and fills them, and drops
-    the name-key ones when names change (``SQLiteStore.drop_name_caches``,
-    ``PostgresStore._clear_caches``); a transaction only adds the names it
-    creates and drops the ones it erases, so later reads find them without a
-    round trip.
+    The store's name caches reach the transaction apart (:attr:`BaseTx.names`).
     """
-
-    _names: dict[int, str]
-    """Entity id -> display name (names never change once created). Owned by
-    the store; a transaction adds the entities it creates, drops erased ones."""
-    _entity_cache: dict[tuple[int, str], int]
-    """``(ns_id, name key)`` -> entity id. Owned by the store; a transaction
-    adds the keys it creates or moves."""
-    _pred_cache: dict[tuple[int, str], PredicateRecord]
-    """``(ns_id, name key)`` -> predicate. Owned by the store; a transaction
-    adds the predicates it creates."""
 
     @property
     def capabilities(self) -> Capabilities: ...
@@ -153,6 +137,10 @@ class BaseTx(ABC):
 
     sql: ClassVar[TxSQL]
     store: TxStore
+    names: NameCache
+    """The store's name caches: a transaction adds the names it creates and
+    forgets the entities it erases, so later reads find them without a
+    round trip (the store drops the keys when names change)."""
     now: int
     _new_entities: set[int]
 
@@ -172,7 +160,7 @@ class BaseTx(ABC):
 
     @abstractmethod
     def _insert_id(self, sql: str, params: Sequence[Any]) -> int:
-        """Run an insert of ``TxSQL`` that ends with ``returning``; the new id."""
+        """Run an insert of ``TxSQL`` that ends with the dialect's ``RETURNING``; the new id."""
 
     @abstractmethod
     def _names_changed(self) -> None:
@@ -192,8 +180,7 @@ class BaseTx(ABC):
     # -- entities -------------------------------------------------------
     def _entity_created(self, ns_id: int, key: str, name: str, entity_id: int) -> int:
         """Cache a new entity's key and name; ``entity_id``."""
-        self.store._names[entity_id] = name
-        self.store._entity_cache[(ns_id, key)] = entity_id
+        self.names.add_entity(ns_id, key, name, entity_id)
         self._new_entities.add(entity_id)
         return entity_id
 
@@ -206,11 +193,11 @@ class BaseTx(ABC):
     def add_entity_key(self, ns_id: int, key: str, entity_id: int, alias_name: str | None) -> None:
         self._execute(self.sql.upsert_entity_key, (ns_id, key, entity_id, alias_name))
         self._names_changed()
-        self.store._entity_cache[(ns_id, key)] = entity_id
+        self.names.add_entity_key(ns_id, key, entity_id)
 
     # -- predicates -----------------------------------------------------
     def predicate(self, ns_id: int, key: str) -> PredicateRecord | None:
-        cached = self.store._pred_cache.get((ns_id, key))
+        cached = self.names.predicate(ns_id, key)
         return cached if cached is not None else self.store.predicate(ns_id, key)
 
     def define_predicate(
@@ -320,7 +307,7 @@ class BaseTx(ABC):
                 n += self.erase_fact(fid)
             self._execute(self.sql.erase_entity_keys, (eid,))
             self._execute(self.sql.erase_entity, (eid,))
-            self.store._names.pop(eid, None)
+            self.names.forget_entity(eid)
         for op, data, _undone in merges:
             if int(data["fold"]) in erased and data.get("keys"):
                 self._execute(self.sql.set_payload, (json.dumps({**data, "keys": []}), op))

@@ -3,7 +3,7 @@ and the FTS5 lexical index, all written in the caller's transaction.
 
 :class:`EpisodeTxMixin` is mixed into the write transaction and
 :class:`EpisodeStoreMixin` into :class:`~chronomem.store.sqlite.store.SQLiteStore`;
-what both backends do alike is in :mod:`._baseepisodes`, with ``?`` here.
+what both backends do alike is in :mod:`chronomem.store.sql.episodes`, in the SQLite dialect.
 """
 
 from __future__ import annotations
@@ -15,11 +15,12 @@ from typing import Any, Sequence
 
 from ...errors import InvalidInputError
 from ..protocol import EpisodeFilter
+from ..sql.dialect import SQLITE
 from ..sql.episodes import BaseEpisodeStore, BaseEpisodeTx, EpisodeSQL, pruned_query
 
 __all__ = ["EpisodeStoreMixin", "EpisodeTxMixin"]
 
-_SQL = EpisodeSQL("?", returning=False, times_key="rowid")
+_SQL = EpisodeSQL(SQLITE)
 
 # after an erasure, the WAL checkpoint waits at most this long for readers
 _ERASE_CHECKPOINT_MS = 1000
@@ -79,12 +80,6 @@ class EpisodeStoreMixin(BaseEpisodeStore):
     _df_cache: dict[str, tuple[int, int]]
     path: str
     _busy_ms: int
-
-    def _in(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
-        return _in(column, len(values)), list(values)
-
-    def _chunks(self, values: Sequence[Any], size: int) -> list[Sequence[Any]]:
-        return [values[start:start + size] for start in range(0, len(values), size)]
 
     def _vector_bytes(self, stored: Any) -> bytes:
         return bytes(stored)

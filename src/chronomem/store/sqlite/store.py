@@ -28,8 +28,10 @@ from ...core.time import MAX_US, Clock, SystemClock, from_us, peek_clock, to_us
 from ...errors import InvalidInputError, SchemaVersionError, StoreError, StoreLockedError
 from .. import fork as _fork
 from ..migrations import load_migrations
+from ..names import NameCache
 from ..protocol import READ_COLUMNS, Capabilities, EntityRecord, FactQuery, PredicateRecord, Row
-from ..sql.facts import SELECT_FACT, SELECT_READ, caller_sorts, compose_fact_sql, cutoff_shape, limit_cutoff
+from ..sql.dialect import SQLITE
+from ..sql.facts import FACTS, READS, FactHead, caller_sorts, compose_fact_sql, cutoff_shape, limit_cutoff
 from ..sql.reads import RowReadsMixin, StoreSQL
 from .episodes import EpisodeStoreMixin
 from .tx import SQLiteTx, _Checkpointer, _in, _split_sql
@@ -68,7 +70,7 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
     """SQLite implementation of :class:`~chronomem.store.protocol.Store`."""
 
     backend = "sqlite"
-    _rows_sql = StoreSQL("?")
+    _rows_sql = StoreSQL(SQLITE)
 
     def __init__(
         self,
@@ -118,9 +120,11 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
         # the read path's cursor (used under self._lock; a new cursor per
         # statement costs more than the statement's own overhead)
         self._read_cur = self._con.cursor()
-        self._entity_cache: dict[tuple[int, str], int] = {}
-        self._pred_cache: dict[tuple[int, str], PredicateRecord] = {}
-        self._pred_by_id: dict[int, PredicateRecord] = {}
+        # name keys, predicates and display names; its transactions get it too
+        self._name_cache = NameCache()
+        # the same caches, read-only keys, as tests inspect them
+        self._names = self._name_cache.names
+        self._entity_cache = self._name_cache.entity_keys
         self._sql_cache: dict[tuple[Any, ...], str] = {}
         self._data_version = -1
         self._names_version = -1
@@ -133,8 +137,6 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
         self._last_sys: int | None = None
         # every system time up to this one is final (see settle)
         self._settled = -(2**63)
-        # entity id -> display name; names never change once created
-        self._names: dict[int, str] = {}
         self._pred_names: dict[int, str] = {}
         self._migrate()
         _fork.track(self)
@@ -290,9 +292,7 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
     def drop_name_caches(self) -> None:
         """Forget every cached name key and predicate (ids' display names
         never change and stay cached)."""
-        self._entity_cache.clear()
-        self._pred_cache.clear()
-        self._pred_by_id.clear()
+        self._name_cache.drop_keys()
         self._warm_keys.clear()
         self._key_misses = 0
 
@@ -315,7 +315,7 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
                 self._con.execute(
                     "INSERT OR REPLACE INTO meta (key, value) VALUES ('last_system_time', ?)", (str(now),)
                 )
-                tx = SQLiteTx(self, now)
+                tx = SQLiteTx(self, self._name_cache, now)
                 yield tx
                 self._con.execute("COMMIT")
                 # our own commits do not change data_version, so this stays
@@ -404,7 +404,8 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
         """The entity a name key names (cached, with its display name).
         ``warm`` (the read path): a process that keeps missing loads the
         namespace's keys and names at once; a write never pays for that."""
-        cached = self._entity_cache.get((ns_id, key))
+        cache = self._name_cache
+        cached = cache.entity_id(ns_id, key)
         if cached is not None:
             return cached
         if warm and ns_id not in self._warm_keys:
@@ -413,11 +414,10 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
                 self._warm_keys.add(ns_id)
                 (n,) = self._con.execute("SELECT count(*) FROM entity_keys WHERE ns_id = ?", (ns_id,)).fetchone()
                 if n <= _WARM_MAX:
-                    self._entity_cache.update(
-                        ((ns_id, k), eid) for k, eid in
-                        self._con.execute("SELECT key, entity_id FROM entity_keys WHERE ns_id = ?", (ns_id,))
+                    cache.add_entity_keys(
+                        ns_id, self._con.execute("SELECT key, entity_id FROM entity_keys WHERE ns_id = ?", (ns_id,))
                     )
-                    cached = self._entity_cache.get((ns_id, key))
+                    cached = cache.entity_id(ns_id, key)
                     if cached is not None:
                         return cached
         row = self._con.execute(
@@ -427,8 +427,7 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
         if row is None:
             return None
         eid = int(row[0])
-        self._entity_cache[(ns_id, key)] = eid
-        self._names[eid] = row[1]
+        cache.add_entity(ns_id, key, row[1], eid)
         return eid
 
     def entity_id(self, ns_id: int, key: str) -> int | None:
@@ -530,7 +529,7 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
     def predicate(self, ns_id: int, key: str) -> PredicateRecord | None:
         with self._lock:
             self._check_caches()
-            cached = self._pred_cache.get((ns_id, key))
+            cached = self._name_cache.predicate(ns_id, key)
             if cached is not None:
                 return cached
             r = self._con.execute(
@@ -541,13 +540,13 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
             if r is None:
                 return None
             rec = self._pred_record(r)
-            self._pred_cache[(ns_id, key)] = rec
+            self._name_cache.add_predicate(ns_id, key, rec)
             return rec
 
     def predicate_by_id(self, predicate_id: int) -> PredicateRecord | None:
         with self._lock:
             self._check_caches()
-            cached = self._pred_by_id.get(predicate_id)
+            cached = self._name_cache.predicate_by_id(predicate_id)
             if cached is not None:
                 return cached
             r = self._con.execute(
@@ -556,7 +555,8 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
             ).fetchone()
             if r is None:
                 return None
-            rec = self._pred_by_id[predicate_id] = self._pred_record(r)
+            rec = self._pred_record(r)
+            self._name_cache.add_predicate_by_id(rec)
             return rec
 
     def predicates(self, ns_id: int) -> list[PredicateRecord]:
@@ -571,13 +571,13 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
     # -- fact reads -----------------------------------------------------
     def query_sql(self, q: FactQuery) -> tuple[str, list[Any]]:
         """The SQL and parameters :meth:`query` runs for ``q``."""
-        return self._build_sql(q, SELECT_FACT, "9, 2, 3")
+        return self._build_sql(q, FACTS)
 
     def read_sql(self, q: FactQuery) -> tuple[str, list[Any]]:
         """The SQL and parameters :meth:`query_tuples` runs for ``q``."""
-        return self._build_sql(q, SELECT_READ, "7, 1, 2")
+        return self._build_sql(q, READS)
 
-    def _build_sql(self, q: FactQuery, head: str, union_order: str) -> tuple[str, list[Any]]:
+    def _build_sql(self, q: FactQuery, head: FactHead) -> tuple[str, list[Any]]:
         # The SQL text depends only on the query's shape: build it once per shape.
         shape = (
             head, q.all_versions, q.known_at is None, q.as_of is None, q.overlap is None,
@@ -588,15 +588,15 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
         )
         sql = self._sql_cache.get(shape)
         if sql is None:
-            sql, params = self._compose_sql(q, head, union_order)
+            sql, params = self._compose_sql(q, head)
             if len(self._sql_cache) < 512:
                 self._sql_cache[shape] = sql
             return sql, params
         return sql, _query_params(q)
 
-    def _compose_sql(self, q: FactQuery, head: str, union_order: str) -> tuple[str, list[Any]]:
+    def _compose_sql(self, q: FactQuery, head: FactHead) -> tuple[str, list[Any]]:
         # the read path sorts one entity's rows itself (see caller_sorts)
-        return compose_fact_sql(q, head, union_order, "?", _in_params, "0", order=head is not SELECT_READ)
+        return compose_fact_sql(q, head, SQLITE, order=head is not READS)
 
     def query(self, q: FactQuery) -> list[Row]:
         sql, params = self.query_sql(q)
@@ -618,11 +618,11 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
             if own:
                 self._con.execute("BEGIN")
             try:
-                cutoff = limit_cutoff(q, lambda sql, params: self._con.execute(sql, params).fetchall(), "?")
+                cutoff = limit_cutoff(q, lambda sql, params: self._con.execute(sql, params).fetchall(), SQLITE)
                 if cutoff is None:
                     sql, params = self.read_sql(q)
                 else:
-                    sql, params = compose_fact_sql(q, SELECT_READ, "7, 1, 2", "?", _in_params, "0", cutoff)
+                    sql, params = compose_fact_sql(q, READS, SQLITE, cutoff)
                 return self._con.execute(sql, params).fetchall()
             finally:
                 if own:
@@ -725,7 +725,3 @@ def _query_params(q: FactQuery) -> list[Any]:
 # (valid_from, rowid) of a READ_COLUMNS tuple: the order of every read
 _READ_ORDER = itemgetter(READ_COLUMNS.index("valid_from"), READ_COLUMNS.index("rowid"))
 
-
-def _in_params(column: str, values: Sequence[Any], params: list[Any]) -> str:
-    params.extend(values)
-    return _in(column, values)

@@ -10,7 +10,9 @@ from typing import Any, Protocol, Sequence
 
 from ...core.time import MAX_US
 from .. import fork as _fork
+from ..names import NameCache
 from ..protocol import PredicateRecord, Row
+from ..sql.dialect import SQLITE
 from ..sql.tx import BaseTx, TxSQL, TxStore, fact_values
 from .episodes import EpisodeTxMixin
 
@@ -54,11 +56,12 @@ class SQLiteTx(BaseTx, EpisodeTxMixin):
     """Write primitives bound to an open ``BEGIN IMMEDIATE`` transaction
     (the ones both backends share are in :class:`~chronomem.store.sql.tx.BaseTx`)."""
 
-    sql = TxSQL("?")
+    sql = TxSQL(SQLITE)
     store: SQLiteTxStore
 
-    def __init__(self, store: SQLiteTxStore, now: int) -> None:
+    def __init__(self, store: SQLiteTxStore, names: NameCache, now: int) -> None:
         self.store = store
+        self.names = names
         self.con = store._con
         self.now = now
         self._new_entities: set[int] = set()
@@ -118,7 +121,7 @@ class SQLiteTx(BaseTx, EpisodeTxMixin):
         pid = self._insert_id(self.sql.insert_predicate, (ns_id, key, name))
         self.con.execute(self.sql.insert_predicate_key, (ns_id, key, pid))
         rec = PredicateRecord(pid, ns_id, key, name, "many", None, None, False)
-        self.store._pred_cache[(ns_id, key)] = rec
+        self.names.add_predicate(ns_id, key, rec)
         return rec
 
     def _defined_predicate(self, ns_id: int, key: str, predicate_id: int) -> PredicateRecord:
