@@ -34,7 +34,7 @@ def work(stored: Iterable[Row] = ()) -> TxWork:
 
 def believed(w: TxWork) -> list[tuple[str, int, int, int]]:
     """(fact_id, object, vf, vt) of the working set after the writes."""
-    return sorted((r.fact_id, int(r.object_id or 0), r.vf, r.vt) for r in w.group(S, P).rows())
+    return sorted((r.fact_id, int(r.object_id or 0), r.valid_from, r.valid_to) for r in w.group(S, P).rows())
 
 
 def test_insert_into_an_empty_group() -> None:
@@ -42,7 +42,7 @@ def test_insert_into_an_empty_group() -> None:
     cand = row("f1", 10, 100, 200)
     got, status = w.place(cand, single=False)
     assert status == "inserted" and got is cand
-    assert got.sf == NOW and got.st == MAX_US and got.rowid is None
+    assert got.system_from == NOW and got.system_to == MAX_US and got.rowid is None
     assert w.result_rows() == [cand]
     assert w.closes == []
 
@@ -70,7 +70,7 @@ def test_overlapping_or_touching_coalesces_into_the_union(lo: int, hi: int, unio
     got, status = w.place(row("f9", 10, lo, hi), single=False)
     assert status == "coalesced"
     assert got.fact_id == "f1" and got.version == 2
-    assert (got.vf, got.vt) == union
+    assert (got.valid_from, got.valid_to) == union
     assert w.closes == [(1, "coalesced", "f1")]
     assert believed(w) == [("f1", 10, *union)]
 
@@ -117,7 +117,7 @@ def test_single_valued_replaces_a_value_starting_at_the_same_instant() -> None:
 def test_single_valued_splices_an_out_of_order_arrival() -> None:
     w = work([row("f1", 10, 300, MAX_US, rowid=1)])
     got, _ = w.place(row("f2", 20, 100, MAX_US), single=True)
-    assert (got.vf, got.vt, got.invalidated_by) == (100, 300, "f1")
+    assert (got.valid_from, got.valid_to, got.invalidated_by) == (100, 300, "f1")
     assert believed(w) == [("f1", 10, 300, MAX_US), ("f2", 20, 100, 300)]
     assert w.closes == []
 
@@ -135,7 +135,7 @@ def test_rows_created_and_replaced_in_one_transaction_are_never_written() -> Non
     w.place(row("f2", 10, 150, 300), single=False)
     w.place(row("f3", 10, 300, 400), single=False)
     rows = w.result_rows()
-    assert [(r.fact_id, r.vf, r.vt) for r in rows] == [("f1", 100, 400)]
+    assert [(r.fact_id, r.valid_from, r.valid_to) for r in rows] == [("f1", 100, 400)]
     assert w.closes == []
 
 
@@ -145,7 +145,7 @@ def test_truncate_and_retract() -> None:
     live = w.find_believed("f1", S, P)
     assert live is not None
     nxt = w.truncate(live, 500, YEAR, "left")
-    assert (nxt.vf, nxt.vt, nxt.version, nxt.invalidated_by) == (100, 500, 2, "left")
+    assert (nxt.valid_from, nxt.valid_to, nxt.version, nxt.invalidated_by) == (100, 500, 2, "left")
     assert w.closes == [(7, "invalidated", "left")]
     w.retract(nxt, "wrong")
     assert believed(w) == []

@@ -100,9 +100,9 @@ def row_to_fact(r: Row, now: int, namespace: str, timezone: str = "UTC") -> Fact
     if r.object_id is not None and r.object_name is not None:
         ents[r.object_id] = r.object_name
     facts = _build_facts(
-        ((r.fact_id, r.version, r.subject_id, r.predicate_id, r.object_id, r.object_lit, r.vf, r.vf_prec, r.vt,
-          r.vt_prec, r.sf, r.st, r.confidence, r.source, r.episode_id, r.properties, r.invalidated_by,
-          r.close_kind, r.rowid),),
+        ((r.fact_id, r.version, r.subject_id, r.predicate_id, r.object_id, r.object_lit,
+          r.valid_from, r.valid_from_prec, r.valid_to, r.valid_to_prec, r.system_from, r.system_to,
+          r.confidence, r.source, r.episode_id, r.properties, r.invalidated_by, r.close_kind, r.rowid),),
         now, namespace, timezone, ents, {r.predicate_id: r.predicate_name or ""}, True)
     assert facts is not None
     return facts[0]

@@ -25,13 +25,13 @@ from bisect import bisect_left, bisect_right, insort
 from typing import Callable, Iterable
 
 from .time import MAX_US
-from .version import ObjKey, Row
+from .version import CloseKind, ObjKey, Row
 
 __all__ = ["TxWork", "GroupState"]
 
 
 def _vf(r: Row) -> int:
-    return r.vf
+    return r.valid_from
 
 
 class GroupState:
@@ -54,7 +54,7 @@ class GroupState:
         lst = self.by_obj.get(key)
         if lst is None:
             self.by_obj[key] = [r]
-        elif lst[-1].vf <= r.vf:
+        elif lst[-1].valid_from <= r.valid_from:
             lst.append(r)  # arrivals in time order: the common case
         else:
             insort(lst, r, key=_vf)
@@ -62,8 +62,8 @@ class GroupState:
     def remove(self, r: Row) -> None:
         lst = self.by_obj[r.okey]
         # the list is sorted by valid_from: look where r's start sorts first
-        i = bisect_left(lst, r.vf, key=_vf)
-        while i < len(lst) and lst[i] is not r and lst[i].vf == r.vf:
+        i = bisect_left(lst, r.valid_from, key=_vf)
+        while i < len(lst) and lst[i] is not r and lst[i].valid_from == r.valid_from:
             i += 1
         if i < len(lst) and lst[i] is r:
             del lst[i]
@@ -107,20 +107,20 @@ class TxWork:
             g = self.groups[key] = GroupState(self._loader(subject_id, predicate_id))
         return g
 
-    def close(self, g: GroupState, r: Row, kind: str, by: str | None) -> None:
+    def close(self, g: GroupState, r: Row, kind: CloseKind, by: str | None) -> None:
         """Stop believing ``r`` (it leaves the working set)."""
         g.remove(r)
         if r.rowid is None:
             self.new_rows.pop(id(r), None)
         else:
-            self.closes.append((r.rowid, kind, by))
+            self.closes.append((r.rowid, kind.value, by))  # the store gets the plain value
             self.closed_rows[r.rowid] = r
             self.closed_fact_ids.add(r.fact_id)
 
     def insert(self, g: GroupState, r: Row) -> None:
         r.rowid = None
-        r.sf = self.now
-        r.st = MAX_US
+        r.system_from = self.now
+        r.system_to = MAX_US
         r.close_kind = None
         r.closed_by = None
         g.add(r)
@@ -134,7 +134,7 @@ class TxWork:
 
     # -- the placement rule ----------------------------------------------
     def place(self, cand: Row, *, single: bool, keep: Row | None = None,
-              keep_kind: str = "corrected") -> tuple[Row, str]:
+              keep_kind: CloseKind = CloseKind.CORRECTED) -> tuple[Row, str]:
         """Apply one write. ``cand`` carries the new fact's id and interval.
 
         ``keep`` is the believed version being rewritten (a correction): it is
@@ -156,26 +156,26 @@ class TxWork:
             # a multi-valued predicate and a new object: nothing to merge with
             self.insert(g, cand)
             return cand, "inserted"
-        lo, hi, hi_prec = cand.vf, cand.vt, cand.vt_prec
+        lo, hi, hi_prec = cand.valid_from, cand.valid_to, cand.valid_to_prec
         others: list[Row] = []
         if single:
             others = [r for k, lst in g.by_obj.items() if k != okey for r in lst]
             cut_by: str | None = None
             for r in others:
-                if lo < r.vf < hi:
-                    hi, hi_prec, cut_by = r.vf, r.vf_prec, r.fact_id
+                if lo < r.valid_from < hi:
+                    hi, hi_prec, cut_by = r.valid_from, r.valid_from_prec, r.fact_id
             if cut_by is not None:
                 cand.invalidated_by = cut_by
         same = g.by_obj.get(okey) or []
         if same and keep is None:
             # the last believed interval starting at or before lo may contain it
             j = bisect_right(same, lo, key=_vf) - 1
-            if j >= 0 and same[j].vt >= hi:
+            if j >= 0 and same[j].valid_to >= hi:
                 self._cite(same[j], cand.source, cand.episode_id)
                 return same[j], "existing"
         touching: list[Row] = []
         k = bisect_right(same, hi, key=_vf) - 1
-        while k >= 0 and same[k].vt >= lo:
+        while k >= 0 and same[k].valid_to >= lo:
             touching.append(same[k])
             k -= 1
         if touching and keep is None:
@@ -183,12 +183,12 @@ class TxWork:
         else:
             survivor = cand.fact_id
         for r in others:
-            if r.vf < hi and lo < r.vt:
-                if r.vf < lo:
-                    self.truncate(r, lo, cand.vf_prec, survivor, kind="superseded")
+            if r.valid_from < hi and lo < r.valid_to:
+                if r.valid_from < lo:
+                    self.truncate(r, lo, cand.valid_from_prec, survivor, kind=CloseKind.SUPERSEDED)
                 else:
-                    self.close(g, r, "superseded", survivor)
-        cand.vt, cand.vt_prec = hi, hi_prec
+                    self.close(g, r, CloseKind.SUPERSEDED, survivor)
+        cand.valid_to, cand.valid_to_prec = hi, hi_prec
         if not touching:
             self.insert(g, cand)
             return cand, "inserted"
@@ -199,22 +199,22 @@ class TxWork:
             base = min(touching, key=lambda r: r.fact_id)
         merged = self.successor(base) if base is not cand else cand
         first = min(touching, key=_vf)
-        last = max(touching, key=lambda r: r.vt)
-        if first.vf < lo:
-            merged.vf, merged.vf_prec = first.vf, first.vf_prec
+        last = max(touching, key=lambda r: r.valid_to)
+        if first.valid_from < lo:
+            merged.valid_from, merged.valid_from_prec = first.valid_from, first.valid_from_prec
         else:
-            merged.vf, merged.vf_prec = cand.vf, cand.vf_prec
-        if last.vt > hi:
-            merged.vt, merged.vt_prec = last.vt, last.vt_prec
+            merged.valid_from, merged.valid_from_prec = cand.valid_from, cand.valid_from_prec
+        if last.valid_to > hi:
+            merged.valid_to, merged.valid_to_prec = last.valid_to, last.valid_to_prec
         else:
-            merged.vt, merged.vt_prec = cand.vt, cand.vt_prec
-        if last.vt > hi:
+            merged.valid_to, merged.valid_to_prec = cand.valid_to, cand.valid_to_prec
+        if last.valid_to > hi:
             merged.invalidated_by = last.invalidated_by
         elif base is not cand:
             merged.invalidated_by = cand.invalidated_by
         merged.confidence = max([cand.confidence] + [r.confidence for r in touching])
         for r in touching:
-            self.close(g, r, "coalesced", merged.fact_id)
+            self.close(g, r, CloseKind.COALESCED, merged.fact_id)
             if r.fact_id != merged.fact_id:
                 self._cite(merged, r.source, r.episode_id)
                 self.redirects[r.fact_id] = merged.fact_id
@@ -223,23 +223,24 @@ class TxWork:
         self.insert(g, merged)
         return merged, "coalesced"
 
-    def truncate(self, r: Row, end: int, end_prec: int, reason: str | None, kind: str = "invalidated") -> Row:
+    def truncate(self, r: Row, end: int, end_prec: int, reason: str | None,
+                 kind: CloseKind = CloseKind.INVALIDATED) -> Row:
         """Close ``r``'s valid interval at ``end`` (a new version)."""
         g = self.group(r.subject_id, r.predicate_id)
         nxt = self.successor(r)
         self.close(g, r, kind, reason)
-        nxt.vt, nxt.vt_prec = end, end_prec
+        nxt.valid_to, nxt.valid_to_prec = end, end_prec
         nxt.invalidated_by = reason
         self.insert(g, nxt)
         return nxt
 
-    def close_version(self, r: Row, kind: str, by: str | None) -> None:
+    def close_version(self, r: Row, kind: CloseKind, by: str | None) -> None:
         """Stop believing one version (it leaves the working set)."""
         self.close(self.group(r.subject_id, r.predicate_id), r, kind, by)
 
     def retract(self, r: Row, reason: str | None) -> None:
         g = self.group(r.subject_id, r.predicate_id)
-        self.close(g, r, "retracted", reason)
+        self.close(g, r, CloseKind.RETRACTED, reason)
 
     def find_believed(self, fact_id: str, subject_id: int, predicate_id: int) -> Row | None:
         g = self.group(subject_id, predicate_id)
@@ -282,7 +283,8 @@ class TxWork:
         self.closes = [c for c in self.closes if c[0] in keep_closes]
 
 
-_CONTENT = ("subject_id", "predicate_id", "object_id", "object_lit", "vf", "vf_prec", "vt", "vt_prec",
+_CONTENT = ("subject_id", "predicate_id", "object_id", "object_lit", "valid_from", "valid_from_prec",
+            "valid_to", "valid_to_prec",
             "confidence", "source", "episode_id", "properties", "invalidated_by")
 
 

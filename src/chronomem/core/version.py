@@ -4,11 +4,43 @@ sentinels (unknown start, open end, still believed)."""
 
 from __future__ import annotations
 
-from typing import Any
+from enum import Enum
+from typing import Any, Literal
 
 from .time import MAX_US
 
-__all__ = ["ObjKey", "Row"]
+__all__ = ["CloseKind", "ObjKey", "Row"]
+
+
+class CloseKind(str, Enum):
+    """Why a version stopped being believed: ``Row.close_kind`` (stored as
+    the value; :attr:`~chronomem.Fact.ended_reason` shows it). What the
+    version's ``closed_by`` holds depends on the kind: :attr:`cause`."""
+
+    SUPERSEDED = "superseded"  # a later value of a single-valued predicate cut it
+    INVALIDATED = "invalidated"  # invalidate(): the world changed
+    CORRECTED = "corrected"  # correct(): the record was wrong; a new version replaces it
+    RETRACTED = "retracted"  # retract() / erasure: it was never true
+    COALESCED = "coalesced"  # folded into an overlapping or touching equal fact
+    MERGED = "merged"  # its entity was merged into another
+    UNMERGED = "unmerged"  # the merge that made it was undone
+    RESTORED = "restored"  # a retraction gave back the value it had cut short
+
+    @property
+    def cause(self) -> Literal["fact", "operation", "reason", "none"]:
+        """What ``closed_by`` names for this kind: the id of the fact that
+        closed it, the id of an operation (a merge), the reason given, or nothing."""
+        return _CAUSES[self]
+
+    def __str__(self) -> str:
+        return self.value
+
+
+_CAUSES: dict[CloseKind, Literal["fact", "operation", "reason", "none"]] = {
+    CloseKind.SUPERSEDED: "fact", CloseKind.COALESCED: "fact", CloseKind.MERGED: "operation",
+    CloseKind.UNMERGED: "operation", CloseKind.INVALIDATED: "reason", CloseKind.RETRACTED: "reason",
+    CloseKind.CORRECTED: "none", CloseKind.RESTORED: "none",
+}
 
 ObjKey = tuple[int | None, str | None]
 
@@ -19,7 +51,8 @@ class Row:
 
     __slots__ = (
         "rowid", "fact_id", "version", "ns_id", "subject_id", "predicate_id",
-        "object_id", "object_lit", "vf", "vf_prec", "vt", "vt_prec", "sf", "st",
+        "object_id", "object_lit", "valid_from", "valid_from_prec", "valid_to", "valid_to_prec",
+        "system_from", "system_to",
         "confidence", "source", "episode_id", "properties", "invalidated_by",
         "close_kind", "closed_by", "subject_name", "predicate_name", "object_name",
     )
@@ -34,12 +67,12 @@ class Row:
         predicate_id: int,
         object_id: int | None,
         object_lit: str | None,
-        vf: int,
-        vf_prec: int,
-        vt: int,
-        vt_prec: int,
-        sf: int,
-        st: int = MAX_US,
+        valid_from: int,
+        valid_from_prec: int,
+        valid_to: int,
+        valid_to_prec: int,
+        system_from: int,
+        system_to: int = MAX_US,
         confidence: float = 1.0,
         source: str | None = None,
         episode_id: str | None = None,
@@ -59,12 +92,12 @@ class Row:
         self.predicate_id = predicate_id
         self.object_id = object_id
         self.object_lit = object_lit
-        self.vf = vf
-        self.vf_prec = vf_prec
-        self.vt = vt
-        self.vt_prec = vt_prec
-        self.sf = sf
-        self.st = st
+        self.valid_from = valid_from
+        self.valid_from_prec = valid_from_prec
+        self.valid_to = valid_to
+        self.valid_to_prec = valid_to_prec
+        self.system_from = system_from
+        self.system_to = system_to
         self.confidence = confidence
         self.source = source
         self.episode_id = episode_id
@@ -81,13 +114,20 @@ class Row:
         return (self.object_id, self.object_lit)
 
     def copy(self, **changes: Any) -> "Row":
+        """A copy with ``changes`` (field names; an unknown one raises AttributeError)."""
         new = Row.__new__(Row)
-        for name in Row.__slots__:
-            setattr(new, name, changes.get(name, getattr(self, name)))
+        for name in _FIELDS:
+            setattr(new, name, getattr(self, name))
+        for name, value in changes.items():
+            setattr(new, name, value)
         return new
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return (
             f"Row({self.fact_id[:8]} v{self.version} s={self.subject_id} p={self.predicate_id} "
-            f"o={self.object_id or self.object_lit} [{self.vf},{self.vt}) sys[{self.sf},{self.st}))"
+            f"o={self.object_id or self.object_lit} [{self.valid_from},{self.valid_to}) "
+            f"sys[{self.system_from},{self.system_to}))"
         )
+
+
+_FIELDS: tuple[str, ...] = Row.__slots__

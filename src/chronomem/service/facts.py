@@ -12,7 +12,7 @@ from ..core.engine import TxWork
 from ..core.models import Fact
 from ..core.names import normalize_key
 from ..core.time import MAX_US, MIN_US, Precision, TimeLike, TimePoint
-from ..core.version import Row
+from ..core.version import CloseKind, Row
 from ..errors import (
     ConfirmationRequiredError,
     EntityNotFoundError,
@@ -162,9 +162,9 @@ class FactWrites:
             uow.tx.lock_groups([(sid, pred.id)])
             work = uow.work
             rows = list(work.group(sid, pred.id).by_obj.get(okey, []))
-            target = next((r for r in rows if r.vf < end.us < r.vt), None)
+            target = next((r for r in rows if r.valid_from < end.us < r.valid_to), None)
             if target is None:
-                if any(r.vf == end.us for r in rows):
+                if any(r.valid_from == end.us for r in rows):
                     raise InvalidIntervalError(
                         f"{subject} -{predicate}-> {object} starts at {end}; ending it there leaves an empty "
                         "interval: use retract() if it was never true"
@@ -194,9 +194,9 @@ class FactWrites:
             tx.lock_groups([(rows[0].subject_id, rows[0].predicate_id)])  # may move tx.now: the work starts after
             work = uow.work
             target = uow.believed(fact_id)
-            if not target.vf < end.us < target.vt:
+            if not target.valid_from < end.us < target.valid_to:
                 fact = scope.fact(scope.named(target), 0)
-                if target.vf == end.us:
+                if target.valid_from == end.us:
                     raise InvalidIntervalError(
                         f"{fact.subject} -{fact.predicate}-> {fact.object} starts at {end}; ending it there leaves "
                         "an empty interval: use retract() if it was never true"
@@ -226,8 +226,9 @@ class FactWrites:
             old_fact = scope.fact(scope.named(old), 0)
             item: dict[str, Any] = {
                 "subject": old_fact.subject, "predicate": old_fact.predicate, "object": old_fact.object,
-                "valid_from": None if old.vf == MIN_US else TimePoint(old.vf, Precision(old.vf_prec)),
-                "valid_to": None if old.vt == MAX_US else TimePoint(old.vt, Precision(old.vt_prec)),
+                "valid_from": (None if old.valid_from == MIN_US
+                               else TimePoint(old.valid_from, Precision(old.valid_from_prec))),
+                "valid_to": None if old.valid_to == MAX_US else TimePoint(old.valid_to, Precision(old.valid_to_prec)),
                 "confidence": old.confidence, "source": old.source, "episode_id": old.episode_id,
                 "properties": load_props(old.properties) or None, "literal": old.object_lit is not None,
             }
@@ -238,7 +239,7 @@ class FactWrites:
             cand.invalidated_by = old.invalidated_by if "valid_to" not in changes else None
             # values this fact had cut short get their interval back first, so
             # the corrected version cuts them where it now starts
-            work.close_version(old, "corrected", None)
+            work.close_version(old, CloseKind.CORRECTED, None)
             uow.unsupersede(fact_id)
             result, _ = work.place(cand, single=single, keep=old)
         return self._written(result, work)

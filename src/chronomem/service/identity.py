@@ -15,6 +15,7 @@ from ..core.ids import new_id
 from ..core.models import Entity, Predicate
 from ..core.names import normalize_key
 from ..core.time import MAX_US, from_us
+from ..core.version import CloseKind
 from ..errors import (
     AliasConflictError,
     EntityNotFoundError,
@@ -102,7 +103,7 @@ class Identity:
                 pred = self._scope.store.predicate_by_id(live.predicate_id)
                 work.place(cand, single=pred is not None and pred.cardinality == "one", keep=live)
             closed = [rowid for rowid, _kind, _by in work.closes]
-            work.closes = [(rowid, "merged", op_id) for rowid, _k, _b in work.closes]
+            work.closes = [(rowid, CloseKind.MERGED.value, op_id) for rowid, _k, _b in work.closes]
             uow.flush()
             rec = self._scope.store.entity(fold_id)
             keys = tx.move_entity_keys(fold_id, keep_id)
@@ -127,10 +128,10 @@ class Identity:
             for prior in closed_rows:
                 versions = tx.rows_of_fact(prior.fact_id)
                 for v in versions:
-                    if v.st == MAX_US:
+                    if v.system_to == MAX_US:
                         live = work.find_believed(v.fact_id, v.subject_id, v.predicate_id)
                         if live is not None:
-                            work.close(work.group(v.subject_id, v.predicate_id), live, "unmerged", op_id)
+                            work.close(work.group(v.subject_id, v.predicate_id), live, CloseKind.UNMERGED, op_id)
             for prior in closed_rows:
                 versions = tx.rows_of_fact(prior.fact_id)
                 cand = prior.copy(version=max(v.version for v in versions) + 1 + len(work.new_rows))

@@ -210,11 +210,11 @@ class FactReads:
         for r in scope.store.recent_rows(scope.ns_id, limit):
             fact = scope.fact(r, now)
             kind = "recorded" if r.version == 1 else "new version"
-            events.append((r.sf, r.rowid or 0, Event(fact.system_from, kind, "system", fact.id,
+            events.append((r.system_from, r.rowid or 0, Event(fact.system_from, kind, "system", fact.id,
                                                      f"{kind}: {fact.line()}", fact)))
-            if r.st != MAX_US and fact.system_to is not None:
+            if r.system_to != MAX_US and fact.system_to is not None:
                 closed = r.close_kind or "closed"
-                events.append((r.st, r.rowid or 0, Event(fact.system_to, closed, "system", fact.id,
+                events.append((r.system_to, r.rowid or 0, Event(fact.system_to, closed, "system", fact.id,
                                                          f"{closed}: {fact.line()}", fact)))
         events.sort(key=lambda e: (e[0], e[1]), reverse=True)
         return [e for _at, _rowid, e in events[:limit]]

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator, Mapping
 
 from ..core.engine import TxWork
-from ..core.version import Row
+from ..core.version import CloseKind, Row
 from ..errors import FactNotFoundError
 from ..store.protocol import WriteTx
 from .candidates import CandidateBuilder
@@ -107,7 +107,7 @@ class UnitOfWork:
         """Restore the values that ``fact_id`` had superseded (it was never true)."""
         tx, work = self.tx, self.work
         for closed in tx.rows_closed_by(self.scope.ns_id, fact_id):
-            if closed.close_kind != "superseded":
+            if closed.close_kind != CloseKind.SUPERSEDED:
                 continue
             live = work.find_believed(closed.fact_id, closed.subject_id, closed.predicate_id)
             if live is not None and live.invalidated_by != fact_id:
@@ -118,7 +118,7 @@ class UnitOfWork:
             cand = closed.copy(version=max(v.version for v in versions) + 1, rowid=None)
             pred = self.scope.store.predicate_by_id(closed.predicate_id)
             work.place(cand, single=pred is not None and pred.cardinality == "one", keep=live,
-                       keep_kind="restored")
+                       keep_kind=CloseKind.RESTORED)
 
 
 @contextmanager

@@ -471,7 +471,7 @@ class PgTx(BaseTx, PgEpisodeTxMixin):
         loaded = self._loaded.setdefault(group, {})
         for r in rows:
             assert r.rowid is not None
-            loaded[r.rowid] = (r.vf, r.vt)
+            loaded[r.rowid] = (r.valid_from, r.valid_to)
             self._row_group[r.rowid] = group
         return rows
 
@@ -482,7 +482,7 @@ class PgTx(BaseTx, PgEpisodeTxMixin):
         recorded while the predicate was still multi-valued; those rows stay
         outside the exclusion constraint, as they were."""
         card = self.store._cardinality
-        flags = [r.st == MAX_US and card(r.predicate_id) == "one" for r in rows]
+        flags = [r.system_to == MAX_US and card(r.predicate_id) == "one" for r in rows]
         groups: dict[tuple[int, int], list[int]] = {}
         for i, r in enumerate(rows):
             if flags[i]:
@@ -491,7 +491,7 @@ class PgTx(BaseTx, PgEpisodeTxMixin):
             return flags
         for i, r in enumerate(rows):
             g = (r.subject_id, r.predicate_id)
-            if r.st == MAX_US and g in groups:
+            if r.system_to == MAX_US and g in groups:
                 groups[g].append(i)
         missing = [g for g in groups if g not in self._loaded]
         for g in missing:
@@ -506,11 +506,11 @@ class PgTx(BaseTx, PgEpisodeTxMixin):
                 self._loaded[(s, p)][rowid] = (vf, vt)
                 self._row_group[rowid] = (s, p)
         for group, idx in groups.items():
-            spans = list(self._loaded.get(group, {}).values()) + [(rows[i].vf, rows[i].vt) for i in idx]
+            spans = list(self._loaded.get(group, {}).values()) + [(rows[i].valid_from, rows[i].valid_to) for i in idx]
             for i in idx:
                 if not flags[i]:
                     continue
-                lo, hi = rows[i].vf, rows[i].vt
+                lo, hi = rows[i].valid_from, rows[i].valid_to
                 if sum(1 for vf, vt in spans if vf < hi and lo < vt) > 1:
                     flags[i] = False
                     log.warning(
@@ -543,10 +543,10 @@ class PgTx(BaseTx, PgEpisodeTxMixin):
                 self._queued.append((_INSERT_HEAD + values, [v for item in data for v in item]))
         for r in rows:
             group = (r.subject_id, r.predicate_id)
-            if r.st == MAX_US and group in self._loaded:
+            if r.system_to == MAX_US and group in self._loaded:
                 # later inserts of this transaction see these as believed
                 self._synthetic -= 1
-                self._loaded[group][self._synthetic] = (r.vf, r.vt)
+                self._loaded[group][self._synthetic] = (r.valid_from, r.valid_to)
 
     def close_rows(self, closes: Sequence[tuple[int, str, str | None]]) -> None:
         if not closes:

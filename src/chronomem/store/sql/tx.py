@@ -32,8 +32,8 @@ def fact_values(r: Row) -> tuple[Any, ...]:
     """The values of ``INSERT_COLS`` for ``r``."""
     return (
         r.fact_id, r.version, r.ns_id, r.subject_id, r.predicate_id, r.object_id, r.object_lit,
-        r.vf, r.vf_prec, r.vt, r.vt_prec, r.sf, r.st, r.confidence, r.source, r.episode_id,
-        r.properties, r.invalidated_by, r.close_kind, r.closed_by,
+        r.valid_from, r.valid_from_prec, r.valid_to, r.valid_to_prec, r.system_from, r.system_to,
+        r.confidence, r.source, r.episode_id, r.properties, r.invalidated_by, r.close_kind, r.closed_by,
     )
 
 
