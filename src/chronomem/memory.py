@@ -155,6 +155,7 @@ class Memory:
     volatility = _Service("_analyses", Analyses.volatility)
     neighbors = _Service("_analyses", Analyses.neighbors)
     paths = _Service("_analyses", Analyses.paths)
+    fact_bars = _Service("_analyses", Analyses.fact_bars)
 
     # -- entities, aliases, merges, predicates (service/identity.py) -----
     entity = _Service("_identity", Identity.entity)

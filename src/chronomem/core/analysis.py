@@ -6,12 +6,25 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 from collections import defaultdict, deque
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import AbstractSet, Callable, Iterable, Literal, Mapping, Sequence
 
-from .models import Axis, Conflict, Diff, DiffChange, Event, Fact, Neighbor, Path, Predicate, Volatility
+from .models import (
+    Axis,
+    BarStatus,
+    Conflict,
+    Diff,
+    DiffChange,
+    Event,
+    Fact,
+    FactBar,
+    Neighbor,
+    Path,
+    Predicate,
+    Volatility,
+)
 from .time import to_us
 
-__all__ = ["conflicts", "decay", "diff", "neighbors", "paths", "timeline", "volatility"]
+__all__ = ["conflicts", "decay", "diff", "fact_bars", "neighbors", "paths", "timeline", "volatility"]
 
 
 def _obj(f: Fact) -> str:
@@ -68,6 +81,80 @@ def timeline(versions: Sequence[Fact], start: int | None, end: int | None) -> li
     order = {"started": 0, "ended": 0, "recorded": 1}
     events.sort(key=lambda e: (e.at, order.get(e.kind, 2), e.fact_id))
     return events
+
+
+def _believed(versions: Sequence[Fact], known: int | None) -> Fact | None:
+    """The version believed at ``known`` (microseconds; ``None``: now)."""
+    for v in versions:
+        if known is None:
+            if v.system_to is None:
+                return v
+        elif to_us(v.system_from) <= known and (v.system_to is None or known < to_us(v.system_to)):
+            return v
+    return None
+
+
+def fact_bars(entity: str, versions: Iterable[Fact], known: int | None, cursor: int) -> list[FactBar]:
+    """One timeline bar per fact touching ``entity`` (its name as stored), from
+    every version of those facts (``history(entity, direction="both")``), as
+    believed at ``known`` and judged at ``cursor`` (both microseconds; ``known``
+    ``None``: now). Facts folded into another (coalesced, merged, ...) get no
+    bar of their own. Sorted outgoing first, then by predicate, start and id."""
+    by_id: dict[str, list[Fact]] = defaultdict(list)
+    for v in versions:
+        if known is None or to_us(v.system_from) <= known:
+            by_id[v.id].append(v)
+    for vs in by_id.values():
+        vs.sort(key=lambda v: v.version)
+    retracted = {fid for fid, vs in by_id.items()
+                 if _believed(vs, known) is None and vs[-1].ended_reason == "retracted"}
+    bars = [b for vs in by_id.values() if (b := _bar(entity, vs, known, cursor, retracted)) is not None]
+    bars.sort(key=lambda b: (b.group.startswith("←"), b.group, to_us(b.start) if b.start is not None else -(2**63),
+                             b.fact_id))
+    return bars
+
+
+def _bar(entity: str, visible: list[Fact], known: int | None, cursor: int,
+         retracted: AbstractSet[str]) -> FactBar | None:
+    """The bar of one fact from its versions recorded by ``known``, oldest first."""
+    live = _believed(visible, known)
+    # a "corrected" close whose version had been cut by a fact later retracted is a
+    # restoration (the retraction gave the value back), not a correction
+    corrected = any(v.ended_reason == "corrected" and v.invalidated_by not in retracted
+                    and (known is None or (v.system_to is not None and to_us(v.system_to) <= known))
+                    for v in visible)
+    ended_by: Literal["superseded", "invalidated"] | None = None
+    status: BarStatus
+    if live is None:
+        last = visible[-1]
+        if last.ended_reason != "retracted":
+            return None  # folded into another fact (coalesced, merged, ...): drawn there
+        shown, status = last, "retracted"
+    else:
+        shown = live
+        start = to_us(live.valid_from) if live.valid_from is not None else None
+        end = to_us(live.valid_to) if live.valid_to is not None else None
+        prior = [v.ended_reason for v in visible if v.version < live.version]
+        if end is not None and prior and prior[-1] in ("superseded", "invalidated"):
+            ended_by = "superseded" if prior[-1] == "superseded" else "invalidated"
+        if end is not None and end <= cursor:
+            status = ended_by or "ended"
+        elif start is not None and start > cursor:
+            status = "future"
+        else:
+            status = "current"
+    incoming = shown.subject.casefold() != entity.casefold() and isinstance(shown.object, str) \
+        and shown.object.casefold() == entity.casefold()
+    group = f"← {shown.predicate}" if incoming else shown.predicate
+    label = shown.subject if incoming else _obj(shown)
+    title = f"{shown.line()} — {status}{', corrected' if corrected else ''}"
+    if shown.invalidated_by and status in ("superseded", "invalidated"):
+        title += f" (by {shown.invalidated_by})"
+    return FactBar(
+        fact_id=shown.id, group=group, label=label, start=shown.valid_from, end=shown.valid_to,
+        status=status, corrected=corrected, title=title, ended_by=ended_by,
+        target=shown.subject if incoming else (None if shown.literal else str(shown.object)),
+    )
 
 
 def diff(before: Sequence[Fact], after: Sequence[Fact], t1: _dt.datetime, t2: _dt.datetime, axis: Axis,

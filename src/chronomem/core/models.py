@@ -16,6 +16,7 @@ __all__ = [
     "Entity",
     "Event",
     "Fact",
+    "FactBar",
     "Neighbor",
     "Path",
     "Predicate",
@@ -210,6 +211,37 @@ class Conflict(_Dictable):
     facts: tuple[Fact, ...]
     overlap_from: _dt.datetime | None
     overlap_to: _dt.datetime | None
+
+
+BarStatus = Literal["current", "ended", "future", "superseded", "invalidated", "retracted"]
+
+
+@dataclass(frozen=True)
+class FactBar(_Dictable):
+    """One fact of an entity drawn over valid time (a timeline bar), as
+    believed at the read's ``known_at`` and judged at its ``as_of`` (the cursor).
+
+    ``start``/``end`` are the shown version's valid interval (``None``: unknown
+    start / open end). ``status`` is ``"current"``, ``"future"`` (starts after
+    the cursor), ``"ended"`` (ended at or before it), ``"superseded"`` /
+    ``"invalidated"`` (ended by a later value / by ``invalidate``; ``ended_by``
+    says which) or ``"retracted"`` (no longer believed; the last version is
+    shown). ``corrected`` marks a fact that ``correct()`` rewrote. ``group`` is
+    the predicate (``"← predicate"`` for an incoming fact), ``label`` the other
+    end (the object, or the subject of an incoming fact), ``target`` the other
+    entity (``None`` for a literal), ``title`` a one-line description.
+    """
+
+    fact_id: str
+    group: str
+    label: str
+    start: _dt.datetime | None
+    end: _dt.datetime | None
+    status: BarStatus = "current"
+    corrected: bool = False
+    title: str = ""
+    ended_by: Literal["superseded", "invalidated"] | None = None
+    target: str | None = None
 
 
 @dataclass(frozen=True)

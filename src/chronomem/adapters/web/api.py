@@ -6,6 +6,7 @@ call in a worker thread and answers JSON; errors go through
 
 from __future__ import annotations
 
+import inspect
 import json
 from typing import Any, Awaitable, Callable
 
@@ -16,7 +17,6 @@ from starlette.routing import Route
 
 from ...errors import InvalidInputError
 from ...memory import Memory
-from ...service.candidates import FACT_KEYS
 from . import data, evidence
 from .openapi import openapi_document
 
@@ -28,7 +28,7 @@ MAX_LIMIT = 100_000
 
 _EPISODE_FIELDS = frozenset({"text", "occurred_at", "recorded_at", "source", "session", "speaker", "metadata"})
 #: the body of ``POST /api/facts``: exactly ``Memory.add_fact``'s parameters
-_ADD_FIELDS = FACT_KEYS
+_ADD_FIELDS = frozenset(inspect.signature(Memory.add_fact).parameters) - {"self"}
 
 
 def _limit(value: str | None) -> int:

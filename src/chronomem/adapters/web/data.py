@@ -8,10 +8,9 @@ import dataclasses
 import datetime as _dt
 import threading
 from collections import defaultdict
-from typing import AbstractSet, Any
+from typing import Any
 
-from ...core import analysis as _analysis
-from ...core.models import Fact
+from ...core.models import Fact, FactBar
 from ...core.time import TimePoint, format_us, to_us
 from ...errors import InvalidInputError
 from ...memory import Memory
@@ -135,59 +134,12 @@ def index_view(mem: Memory, basis: Basis, q: str | None, limit: int = RECENT) ->
 
 
 # -- entity page ----------------------------------------------------------
-def _believed(versions: list[Fact], known: _dt.datetime | None) -> Fact | None:
-    for v in versions:
-        if known is None:
-            if v.system_to is None:
-                return v
-        elif v.system_from <= known and (v.system_to is None or known < v.system_to):
-            return v
-    return None
-
-
-def _bar_for(entity: str, versions: list[Fact], known: _dt.datetime | None, cursor: int,
-             retracted: AbstractSet[str] = frozenset()) -> Bar | None:
-    versions = sorted(versions, key=lambda v: v.version)
-    visible = [v for v in versions if known is None or v.system_from <= known]
-    if not visible:
-        return None
-    live = _believed(visible, known)
-    # a "corrected" close whose version had been cut by a fact later retracted is a
-    # restoration (the retraction gave the value back), not a correction
-    corrected = any(v.ended_reason == "corrected" and v.invalidated_by not in retracted
-                    and (known is None or (v.system_to is not None and v.system_to <= known)) for v in visible)
-    ended_by: str | None = None
-    if live is None:
-        last = visible[-1]
-        if last.ended_reason != "retracted":
-            return None  # folded into another fact (coalesced, merged, ...): drawn there
-        shown, status = last, "retracted"
-    else:
-        shown = live
-        start = to_us(live.valid_from) if live.valid_from is not None else None
-        end = to_us(live.valid_to) if live.valid_to is not None else None
-        prior = [v.ended_reason for v in visible if v.version < live.version]
-        if end is not None and prior and prior[-1] in ("superseded", "invalidated"):
-            ended_by = prior[-1]
-        if end is not None and end <= cursor:
-            status = ended_by or "ended"
-        elif start is not None and start > cursor:
-            status = "future"
-        else:
-            status = "current"
-    incoming = shown.subject.casefold() != entity.casefold() and isinstance(shown.object, str) \
-        and shown.object.casefold() == entity.casefold()
-    group = f"← {shown.predicate}" if incoming else shown.predicate
-    label = shown.subject if incoming else _obj_text(shown)
-    title = f"{shown.line()} — {status}{', corrected' if corrected else ''}"
-    if shown.invalidated_by and status in ("superseded", "invalidated"):
-        title += f" (by {shown.invalidated_by})"
+def _bar(b: FactBar) -> Bar:
     return Bar(
-        fact_id=shown.id, group=group, label=label,
-        start_us=to_us(shown.valid_from) if shown.valid_from is not None else None,
-        end_us=to_us(shown.valid_to) if shown.valid_to is not None else None,
-        status=status, corrected=corrected, title=title, ended_by=ended_by,
-        target=shown.subject if incoming else (None if shown.literal else str(shown.object)),
+        fact_id=b.fact_id, group=b.group, label=b.label,
+        start_us=to_us(b.start) if b.start is not None else None,
+        end_us=to_us(b.end) if b.end is not None else None,
+        status=b.status, corrected=b.corrected, title=b.title, ended_by=b.ended_by, target=b.target,
     )
 
 
@@ -202,15 +154,7 @@ def entity_view(mem: Memory, name: str, basis: Basis, page: str | None = None) -
     versions = mem.history(entity.name, direction="both")
     if known is not None:
         versions = [v for v in versions if v.system_from <= known]
-    by_id: dict[str, list[Fact]] = defaultdict(list)
-    for v in versions:
-        by_id[v.id].append(v)
-    retracted = {fid for fid, vs in by_id.items()
-                 if _believed(vs, known) is None and max(vs, key=lambda v: v.version).ended_reason == "retracted"}
-    bars = [b for vs in by_id.values()
-            if (b := _bar_for(entity.name, vs, known, basis.cursor_us, retracted)) is not None]
-    bars.sort(key=lambda b: (b.group.startswith("←"), b.group, b.start_us if b.start_us is not None else -(2**63),
-                             b.fact_id))
+    bars = [_bar(b) for b in mem.fact_bars(entity.name, as_of=at, known_at=basis.known_at)]
     bar_pages = max(1, -(-len(bars) // PAGE_BARS))
     hist_pages = max(1, -(-len(versions) // PAGE_HISTORY))
     pages = max(bar_pages, hist_pages)
@@ -251,14 +195,7 @@ def graph_view(mem: Memory, name: str, basis: Basis, hops: str | None = None) ->
     if n_hops not in (1, 2):
         raise InvalidInputError(f"hops must be 1 or 2, not {hops!r}")
     at: TimePoint | _dt.datetime = basis.as_of if basis.as_of is not None else basis.now
-    fetched: dict[str, list[Fact]] = {}
-
-    def fetch(n: str) -> list[Fact]:
-        if n not in fetched:
-            fetched[n] = mem.facts(n, as_of=at, known_at=basis.known_at, direction="both")
-        return fetched[n]
-
-    found = _analysis.neighbors(fetch, entity.name, n_hops)
+    found = mem.neighbors(entity.name, n_hops, at, known_at=basis.known_at)
     ring1 = [n for n in found if n.hops == 1]
     ring2 = [n for n in found if n.hops == 2]
     nodes: list[GraphNode] = [GraphNode(n.entity, 1) for n in ring1[:MAX_RING1]]
@@ -273,10 +210,12 @@ def graph_view(mem: Memory, name: str, basis: Basis, hops: str | None = None) ->
     if hidden2 > 0:
         nodes.append(GraphNode(f"+{hidden2} more (2 hops)", 2, more=hidden2))
     # every fact valid at `at` between two drawn entities is an edge (not only the
-    # first one that reached each neighbour)
+    # first one that reached each neighbour); such a fact touches an entity whose
+    # edges the traversal followed: the centre and, with 2 hops, the drawn ring 1
+    followed = [entity.name] + ([n.entity for n in ring1[:MAX_RING1]] if n_hops == 2 else [])
     edges: dict[str, GraphEdge] = {}
-    for facts in fetched.values():
-        for f in facts:
+    for name_ in followed:
+        for f in mem.facts(name_, as_of=at, known_at=basis.known_at, direction="both"):
             src, dst = f.subject, _obj_text(f)
             if not f.literal and src in shown and dst in shown:
                 edges[f.id] = GraphEdge(f.id, src, dst, f.predicate)
@@ -315,13 +254,9 @@ def diff_view(mem: Memory, basis: Basis, t1: str | None, t2: str | None, axis: s
     subj = subject or None
     pred = predicate or None
     if ax == "valid":
-        before = mem.facts(subj, pred, as_of=a, known_at=basis.known_at)
-        after = mem.facts(subj, pred, as_of=b, known_at=basis.known_at)
+        d = mem.diff(a, b, subj, pred, ax, known_at=basis.known_at)
     else:
-        before = mem.facts(subj, pred, known_at=a, as_of=basis.as_of)
-        after = mem.facts(subj, pred, known_at=b, as_of=basis.as_of)
-    single = {p.name for p in mem.predicates() if p.cardinality == "one"}
-    d = _analysis.diff(before, after, a.datetime, b.datetime, ax, single)  # type: ignore[arg-type]
+        d = mem.diff(a, b, subj, pred, ax, as_of=basis.as_of)
     return {
         "basis": basis.to_dict(),
         "t1": str(a), "t2": str(b), "axis": ax, "subject": subj, "predicate": pred,
@@ -335,6 +270,5 @@ def diff_view(mem: Memory, basis: Basis, t1: str | None, t2: str | None, axis: s
 def conflicts_view(mem: Memory, basis: Basis) -> dict[str, Any]:
     """Facts of one (subject, predicate) valid at the same time (``as_of``:
     at that instant; unpinned: anywhere in history), as believed at ``known_at``."""
-    preds = {p.name: p for p in mem.predicates()}
-    found = _analysis.conflicts(mem.facts(as_of=basis.as_of, known_at=basis.known_at), preds)
+    found = mem.conflicts(basis.as_of, known_at=basis.known_at)
     return {"basis": basis.to_dict(), "conflicts": [c.to_dict() for c in found], "count": len(found)}
