@@ -149,3 +149,60 @@ def test_no_new_import_cycles() -> None:
     graph = import_graph(PACKAGE)
     assert "chronomem.store.sqlite.tx" in graph and graph["chronomem.adapters.web.server"], "the graph looks empty"
     assert cycles(graph) == KNOWN_CYCLES
+
+
+# -- the direction of imports -------------------------------------------------
+# The floors, bottom up: core (the bitemporal model), store (backends behind
+# the protocol), service (use cases), the public API (the package, the Memory
+# façade, io/copy, errors), adapters (cli, mcp, web, install, demo, eval).
+# errors.py is the one exception tree every floor may raise from.
+ERRORS = "chronomem.errors"
+#: What adapters may use besides their own floor: the public API and the
+#: vocabulary it speaks in (times, result types, names), never a service's
+#: or a backend's internals.
+PUBLIC = {
+    "chronomem", "chronomem.errors", "chronomem.memory", "chronomem.io", "chronomem.copy", "chronomem.store",
+    "chronomem.core.time", "chronomem.core.models", "chronomem.core.names", "chronomem.core.jsonobj",
+    "chronomem.service.evidence",
+}
+_FLOORS = ("core", "store", "service", "adapters")
+
+
+def floor(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in _FLOORS else "api"
+
+
+def allowed(source: str, target: str) -> bool:
+    """May module ``source`` import module ``target``?"""
+    if target == ERRORS or not target.startswith("chronomem"):
+        return True
+    src, dst = floor(source), floor(target)
+    if src == "core":
+        return dst == "core"
+    if src == "store":
+        return dst in ("store", "core")
+    if src == "service":
+        return dst in ("service", "core") or target == "chronomem.store.protocol"
+    if src == "api":
+        return dst != "adapters" or (source == "chronomem.__main__" and target == "chronomem.adapters.cli")
+    return dst == "adapters" or target in PUBLIC
+
+
+def test_the_direction_rules_refuse_what_points_up() -> None:
+    assert not allowed("chronomem.core.engine", "chronomem.store.protocol")
+    assert not allowed("chronomem.store.sqlite.tx", "chronomem.service.unit_of_work")
+    assert not allowed("chronomem.service.facts", "chronomem.store.sqlite.store")
+    assert not allowed("chronomem.service.transfer.jsonl", "chronomem.memory")
+    assert not allowed("chronomem.memory", "chronomem.adapters.web.app")
+    assert not allowed("chronomem.adapters.web.data", "chronomem.core.analysis")
+    assert not allowed("chronomem.adapters.cli", "chronomem.store.sqlite.store")
+    assert allowed("chronomem.adapters.cli", "chronomem.adapters.web.server")
+    assert allowed("chronomem.service.facts", "chronomem.store.protocol")
+    assert allowed("chronomem.core.time", "chronomem.errors")
+
+
+def test_imports_point_down() -> None:
+    graph = import_graph(PACKAGE)
+    wrong = sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets if not allowed(a, b))
+    assert wrong == []
