@@ -5,8 +5,6 @@
 >>> _ = mem.add_fact("Acme", "ceo", "Alice", valid_from="2020")
 """
 
-from __future__ import annotations
-
 from ._open import open
 from .core.models import (
     Conflict,
@@ -62,26 +60,27 @@ from .service.evidence import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "__version__",
     "AliasConflictError",
     "CardinalityError",
     "ChronomemError",
-    "Conflict",
     "ConfirmationRequiredError",
+    "Conflict",
     "ConflictError",
     "Diff",
     "DiffChange",
     "Embedder",
-    "Episode",
-    "EpisodeNotFoundError",
-    "FactNote",
-    "Hit",
     "Entity",
     "EntityNotFoundError",
+    "Episode",
+    "EpisodeNotFoundError",
     "Event",
     "ExportVersionError",
     "Fact",
+    "FactNote",
     "FactNotFoundError",
     "FakeClock",
+    "Hit",
     "InvalidInputError",
     "InvalidIntervalError",
     "InvalidNameError",
@@ -89,17 +88,20 @@ __all__ = [
     "Memory",
     "MissingExtraError",
     "Neighbor",
+    "normalize_key",
     "NotFoundError",
+    "open",
     "Path",
+    "period_end",
     "Precision",
     "Predicate",
     "PredicateNotFoundError",
     "Provenance",
     "Recall",
     "RecallItem",
+    "SchemaVersionError",
     "ScoreParts",
     "SearchConfig",
-    "SchemaVersionError",
     "Stats",
     "StoreError",
     "StoreLockedError",
@@ -108,8 +110,4 @@ __all__ = [
     "TimeSpan",
     "UnsafeBindError",
     "Volatility",
-    "__version__",
-    "normalize_key",
-    "open",
-    "period_end",
 ]

@@ -23,6 +23,7 @@ from .models import (
     Volatility,
 )
 from .time import to_us
+from .version import CloseKind
 
 __all__ = ["conflicts", "decay", "diff", "fact_bars", "neighbors", "paths", "timeline", "volatility"]
 
@@ -51,13 +52,13 @@ def timeline(versions: Sequence[Fact], start: int | None, end: int | None) -> li
                 continue
             kind = v.ended_reason or "closed"
             nxt = next((w for w in vs if w.version > v.version), None)
-            if kind == "corrected" and nxt is not None:
+            if kind == CloseKind.CORRECTED and nxt is not None:
                 text = f"corrected: {_stmt(v)} {v.interval_text} -> {_stmt(nxt)} {nxt.interval_text}"
-            elif kind == "retracted":
+            elif kind == CloseKind.RETRACTED:
                 text = f"retracted: {_stmt(v)} {v.interval_text}"
-            elif kind == "coalesced":
+            elif kind == CloseKind.COALESCED:
                 text = f"coalesced: {_stmt(v)} {v.interval_text} joined with another record"
-            elif kind in ("superseded", "invalidated") and nxt is not None:
+            elif kind in (CloseKind.SUPERSEDED, CloseKind.INVALIDATED) and nxt is not None:
                 continue  # shown as the valid-time 'ended' of the successor
             else:
                 text = f"{kind}: {_stmt(v)} {v.interval_text}"
@@ -107,7 +108,7 @@ def fact_bars(entity: str, versions: Iterable[Fact], known: int | None, cursor: 
     for vs in by_id.values():
         vs.sort(key=lambda v: v.version)
     retracted = {fid for fid, vs in by_id.items()
-                 if _believed(vs, known) is None and vs[-1].ended_reason == "retracted"}
+                 if _believed(vs, known) is None and vs[-1].ended_reason == CloseKind.RETRACTED}
     bars = [b for vs in by_id.values() if (b := _bar(entity, vs, known, cursor, retracted)) is not None]
     bars.sort(key=lambda b: (b.group.startswith("←"), b.group, to_us(b.start) if b.start is not None else -(2**63),
                              b.fact_id))
@@ -120,14 +121,14 @@ def _bar(entity: str, visible: list[Fact], known: int | None, cursor: int,
     live = _believed(visible, known)
     # a "corrected" close whose version had been cut by a fact later retracted is a
     # restoration (the retraction gave the value back), not a correction
-    corrected = any(v.ended_reason == "corrected" and v.invalidated_by not in retracted
+    corrected = any(v.ended_reason == CloseKind.CORRECTED and v.invalidated_by not in retracted
                     and (known is None or (v.system_to is not None and to_us(v.system_to) <= known))
                     for v in visible)
     ended_by: Literal["superseded", "invalidated"] | None = None
     status: BarStatus
     if live is None:
         last = visible[-1]
-        if last.ended_reason != "retracted":
+        if last.ended_reason != CloseKind.RETRACTED:
             return None  # folded into another fact (coalesced, merged, ...): drawn there
         shown, status = last, "retracted"
     else:
@@ -135,8 +136,8 @@ def _bar(entity: str, visible: list[Fact], known: int | None, cursor: int,
         start = to_us(live.valid_from) if live.valid_from is not None else None
         end = to_us(live.valid_to) if live.valid_to is not None else None
         prior = [v.ended_reason for v in visible if v.version < live.version]
-        if end is not None and prior and prior[-1] in ("superseded", "invalidated"):
-            ended_by = "superseded" if prior[-1] == "superseded" else "invalidated"
+        if end is not None and prior and prior[-1] in (CloseKind.SUPERSEDED, CloseKind.INVALIDATED):
+            ended_by = "superseded" if prior[-1] == CloseKind.SUPERSEDED else "invalidated"
         if end is not None and end <= cursor:
             status = ended_by or "ended"
         elif start is not None and start > cursor:

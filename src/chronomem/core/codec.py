@@ -166,7 +166,7 @@ def _build_facts(rows: Sequence[Sequence[Any]], now: int, namespace: str, timezo
 def tuples_to_facts(rows: Sequence[Sequence[Any]], now: int, namespace: str, timezone: str,
                     entity_names: Callable[[Iterable[int]], Mapping[int, str]],
                     predicate_names: Callable[[Iterable[int]], Mapping[int, str]]) -> list[Fact]:
-    """Build :class:`Fact` objects from read-path tuples (``store.base.READ_COLUMNS``).
+    """Build :class:`Fact` objects from read-path tuples (``store.protocol.READ_COLUMNS``).
     ``entity_names`` / ``predicate_names`` are the store's cached lookups
     (``Store.entity_names``): the cached mappings are tried first, and only a
     read that meets an uncached id asks for its rows' ids."""

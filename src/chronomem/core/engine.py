@@ -1,6 +1,6 @@
 """The write engine: where a new fact version goes on the valid-time axis.
 
-Pure logic over :class:`~chronomem.store.protocol.Row` objects, independent of the
+Pure logic over :class:`~chronomem.core.version.Row` objects, independent of the
 backend. One :class:`TxWork` lives for one write transaction: it loads the
 believed versions of each (subject, predicate) once, applies every write of the
 transaction in order, and at the end hands the store the versions to close and
