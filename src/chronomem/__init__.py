@@ -45,17 +45,7 @@ from .errors import (
     UnsafeBindError,
 )
 from .memory import Memory
-from .service.evidence import (
-    Embedder,
-    Episode,
-    FactNote,
-    Hit,
-    Recall,
-    RecallItem,
-    ScoreParts,
-    SearchConfig,
-    TimeSpan,
-)
+from .service.evidence import Embedder, Episode, FactNote, Hit, Recall, RecallItem, ScoreParts, SearchConfig, TimeSpan
 
 __version__ = "0.1.0"
 

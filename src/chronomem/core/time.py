@@ -191,6 +191,11 @@ def parse_time(value: object, field: str = "time", tz: _dt.tzinfo = UTC) -> Time
 
 _EPOCH_ORDINAL = _dt.date(1970, 1, 1).toordinal()
 _DAY_US = 86_400_000_000
+#: the parts of an ISO string (``_ISO``'s groups), finest first, and the precision each gives
+_PARTS_PRECISION = (
+    ("f", Precision.MICROSECOND), ("s", Precision.SECOND), ("mi", Precision.MINUTE), ("h", Precision.HOUR),
+    ("d", Precision.DAY), ("mo", Precision.MONTH),
+)
 
 
 @lru_cache(maxsize=65536)
@@ -219,20 +224,8 @@ def _parse_str(text: str, field: str, tz: _dt.tzinfo) -> TimePoint:
     second = int(g["s"] or 0)
     frac = g["f"]
     micro = int(frac.ljust(6, "0")) if frac else 0
-    if g["f"]:
-        prec = Precision.MICROSECOND
-    elif g["s"]:
-        prec = Precision.SECOND
-    elif g["mi"]:
-        prec = Precision.MINUTE
-    elif g["h"]:
-        prec = Precision.HOUR
-    elif g["d"]:
-        prec = Precision.DAY
-    elif g["mo"]:
-        prec = Precision.MONTH
-    else:
-        prec = Precision.YEAR
+    # the finest part written decides the precision
+    prec = next((p for part, p in _PARTS_PRECISION if g[part]), Precision.YEAR)
     zone: _dt.tzinfo = tz
     off = g["tz"]
     if off:

@@ -26,20 +26,12 @@ class FactReads:
     def __init__(self, scope: Scope) -> None:
         self._scope = scope
 
-    def query(
-        self,
-        subject: str | None = None,
-        predicate: str | None = None,
-        object: Any = None,
-        *,
-        as_of: TimeLike | None = None,
-        known_at: TimeLike | None = None,
-        direction: str = "out",
-        limit: int | None = None,
-        all_versions: bool = False,
-        overlap: tuple[int, int] | None = None,
-        literal: bool = False,
-    ) -> FactQuery | None:
+    def query(self, subject: str | None = None, predicate: str | None = None, object: Any = None, *,
+              as_of: TimeLike | None = None, known_at: TimeLike | None = None, direction: str = "out",
+              limit: int | None = None, all_versions: bool = False, overlap: tuple[int, int] | None = None,
+              literal: bool = False) -> FactQuery | None:
+        """The :class:`FactQuery` for :meth:`facts`' arguments (``None``: a name
+        that resolves to nothing, so the answer is empty without a read)."""
         scope = self._scope
         if direction not in _DIRECTIONS:
             raise InvalidInputError(f"direction must be one of {', '.join(_DIRECTIONS)}, not {direction!r}")
