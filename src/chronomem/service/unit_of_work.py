@@ -115,7 +115,14 @@ class UnitOfWork:
             versions = tx.rows_of_fact(closed.fact_id)
             if live is None and max(v.version for v in versions) != closed.version:
                 continue  # retracted, coalesced or rewritten since: leave it
-            cand = closed.copy(version=max(v.version for v in versions) + 1, rowid=None)
+            version = max(v.version for v in versions) + 1
+            if live is None:
+                cand = closed.copy(version=version, rowid=None)
+            else:
+                # the believed version gets back the end it had before the cut;
+                # its content stays what it is now (a correction since is kept)
+                cand = live.copy(version=version, rowid=None, valid_to=closed.valid_to,
+                                 valid_to_prec=closed.valid_to_prec, invalidated_by=closed.invalidated_by)
             pred = self.scope.store.predicate_by_id(closed.predicate_id)
             work.place(cand, single=pred is not None and pred.cardinality == "one", keep=live,
                        keep_kind=CloseKind.RESTORED)
