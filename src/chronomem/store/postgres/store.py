@@ -27,23 +27,23 @@ thread) they run on the transaction's connection and see its changes, and
 from __future__ import annotations
 
 import logging
-import re
 import threading
-from contextlib import contextmanager, nullcontext
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from ...core.time import MAX_US, Clock, SystemClock, from_us, peek_clock, to_us
-from ...errors import MissingExtraError, SchemaVersionError, StoreError
+from ...errors import StoreError
 from .. import fork as _fork
-from ..migrations import load_migrations
 from ..names import NameCache
-from ..protocol import Capabilities, EntityRecord, EpisodeStore, FactQuery, PredicateRecord, Row
+from ..protocol import Capabilities, EpisodeStore, FactQuery, Row
 from ..sql.dialect import POSTGRES
-from ..sql.facts import FACTS, READS, compose_fact_sql
+from ..sql.facts import READS, compose_fact_sql
 from ..sql.reads import RowReadsMixin, StoreSQL
 from ..sql.tx import RAW_COLS
 from .episodes import PgEpisodeStoreMixin
+from .name_reads import PgNameReadsMixin
+from .setup import _redact, connect, connection_kwargs, import_psycopg, migrate
+from .setup import split_schema as split_schema  # re-exported: part of this module's API
 from .tx import PgTx
 
 __all__ = ["PostgresStore", "split_schema"]
@@ -54,55 +54,11 @@ log = logging.getLogger("chronomem.store.postgres")
 # writes (settle); after that it answers without the finality guarantee
 SETTLE_WAIT = 5.0
 
-# database-wide advisory lock key for migrations ("chronomem" in two int4s)
-_MIGRATE_LOCK = (1668442479, 1835363693)
-_SCHEMA_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
-_ENTITY_COLS = (
-    "e.id, e.ns_id, e.key, e.name, e.type, e.properties, e.created_at, ARRAY(SELECT k.alias_name FROM entity_keys k "
-    "WHERE k.entity_id = e.id AND k.alias_name IS NOT NULL ORDER BY k.alias_name)"
-)
-_PRED_COLS = (
-    "p.id, p.ns_id, p.key, p.name, p.cardinality, p.inverse, p.description, p.declared, ARRAY(SELECT k.alias_name "
-    "FROM predicate_keys k WHERE k.predicate_id = p.id AND k.alias_name IS NOT NULL ORDER BY k.alias_name)"
-)
+class PostgresStore(PgNameReadsMixin, RowReadsMixin, PgEpisodeStoreMixin):
+    """PostgreSQL implementation of :class:`~chronomem.store.protocol.Store`.
 
-
-def split_schema(url: str) -> tuple[str, str | None]:
-    """``(conninfo URL without ?schema=, schema or None)``."""
-    parts = urlsplit(url)
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    schema = None
-    rest = []
-    for k, v in query:
-        if k == "schema":
-            schema = v
-        else:
-            rest.append((k, v))
-    if schema is not None and not _SCHEMA_RE.fullmatch(schema):
-        raise StoreError(f"schema name {schema!r} must be letters, digits and underscores")
-    # quote (not quote_plus): libpq reads "+" literally, so "-c%20x=y" must stay "%20"
-    return urlunsplit(parts._replace(query=urlencode(rest, quote_via=quote))), schema
-
-
-def _redact(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password:
-        netloc = parts.netloc.replace(":" + parts.password + "@", ":***@")
-        return urlunsplit(parts._replace(netloc=netloc))
-    return url
-
-
-def _psycopg() -> Any:
-    try:
-        import psycopg
-        import psycopg_pool  # noqa: F401
-    except ImportError:
-        raise MissingExtraError("psycopg", "postgres") from None
-    return psycopg
-
-
-class PostgresStore(RowReadsMixin, PgEpisodeStoreMixin):
-    """PostgreSQL implementation of :class:`~chronomem.store.protocol.Store`."""
+    Opening it (URL, connections, migrations) is in :mod:`.setup`, its name
+    reads in :class:`~.name_reads.PgNameReadsMixin`."""
 
     backend = "postgresql"
     _rows_sql = StoreSQL(POSTGRES)
@@ -112,7 +68,7 @@ class PostgresStore(RowReadsMixin, PgEpisodeStoreMixin):
 
     def __init__(self, url: str, *, clock: Any = None, pool_size: int = 4, connect_timeout: float = 10.0,
                  durability: str = "normal") -> None:
-        psycopg = _psycopg()
+        psycopg = import_psycopg()
         from psycopg_pool import ConnectionPool
 
         from .tx import CAN_EMIT_SQL, CommitPlan, check_durability
@@ -124,22 +80,11 @@ class PostgresStore(RowReadsMixin, PgEpisodeStoreMixin):
         self.schema = schema
         self.url = _redact(url)
         self._clock: Clock = clock or SystemClock()
-        kwargs: dict[str, Any] = {"autocommit": True, "connect_timeout": max(1, int(connect_timeout))}
-        # the URL's options (e.g. -c synchronous_commit=off, which "normal"
-        # durability follows) as a parameter: split_schema re-encodes a
-        # space as "+", which libpq does not decode
-        options = dict(parse_qsl(urlsplit(conninfo).query)).get("options", "")
-        if schema is not None:
-            options = f"{options} -c search_path={schema},public".strip()
-        if options:
-            kwargs["options"] = options
+        kwargs = connection_kwargs(conninfo, schema, connect_timeout)
+        first = connect(psycopg, conninfo, kwargs)
         try:
-            first = psycopg.connect(conninfo, **kwargs)
-        except psycopg.Error as exc:
-            msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise StoreError(f"cannot connect to PostgreSQL at {_redact(conninfo)}: {msg}") from None
-        try:
-            self._migrate(first, schema)
+            with self._errors():
+                self.pgvector = migrate(first, schema, self._clock, psycopg)
             # how writes commit (CommitPlan): the synchronous_commit that the
             # server, database, role or URL options set (the same on every
             # connection of the pool), which "normal" follows
@@ -167,69 +112,6 @@ class PostgresStore(RowReadsMixin, PgEpisodeStoreMixin):
         _fork.track(self)
 
     # -- lifecycle ------------------------------------------------------
-    def _migrate(self, conn: Any, schema: str | None) -> None:
-        migrations = load_migrations("postgres")
-        latest = max(n for n, _, _ in migrations)
-        with self._errors(), conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", _MIGRATE_LOCK)
-            if schema is not None:
-                conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
-                "name TEXT NOT NULL, applied_at BIGINT NOT NULL)"
-            )
-            done = {int(v) for (v,) in conn.execute("SELECT version FROM schema_migrations")}
-            if done and max(done) > latest:
-                raise SchemaVersionError(
-                    f"database schema version {max(done)} is newer than this chronomem ({latest}); upgrade chronomem"
-                )
-            pending = [m for m in migrations if m[0] not in done]
-            if pending:
-                self._ensure_extension(conn, "btree_gist", "postgresql-contrib")
-                for number, name, sql in pending:
-                    log.info("applying migration %s", name)
-                    conn.execute(sql)
-                    conn.execute(
-                        "INSERT INTO schema_migrations (version, name, applied_at) VALUES (%s, %s, %s)",
-                        (number, name, to_us(self._clock())),
-                    )
-                self._add_pgvector(conn)
-            self.pgvector = bool(conn.execute(
-                "SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
-                "AND table_name = 'episode_vectors' AND column_name = 'embedding')"
-            ).fetchone()[0])
-
-    def _add_pgvector(self, conn: Any) -> None:
-        """Where the server has pgvector, keep each vector also as ``vector``
-        (indexed per model with HNSW) for SQL users; results never depend on it."""
-        if not conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone():
-            log.info("pgvector is not available: vectors are stored as real[] only")
-            return
-        try:
-            with conn.transaction():  # a savepoint: lacking the privilege is not an error
-                conn.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
-                conn.execute("ALTER TABLE episode_vectors ADD COLUMN IF NOT EXISTS embedding public.vector")
-                conn.execute("UPDATE episode_vectors SET embedding = vector::public.vector WHERE embedding IS NULL")
-                for model_id, dim in conn.execute("SELECT id, dim FROM embedding_models").fetchall():
-                    conn.execute(
-                        f"CREATE INDEX IF NOT EXISTS episode_vectors_hnsw_{int(model_id)} ON episode_vectors "
-                        f"USING hnsw ((embedding::public.vector({int(dim)})) public.vector_cosine_ops) "
-                        f"WHERE model_id = {int(model_id)}"
-                    )
-        except self._psycopg.Error as exc:
-            log.warning("pgvector not enabled (%s): vectors are stored as real[] only", exc.diag.message_primary)
-
-    def _ensure_extension(self, conn: Any, name: str, package: str) -> None:
-        if conn.execute("SELECT 1 FROM pg_extension WHERE extname = %s", (name,)).fetchone():
-            return
-        available = conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = %s", (name,)).fetchone()
-        if not available:
-            raise StoreError(
-                f"the PostgreSQL server lacks the {name} extension: install {package} on the server"
-            )
-        # in schema public, so that dropping a store's schema never drops it
-        conn.execute(f"CREATE EXTENSION IF NOT EXISTS {name} SCHEMA public")
-
     def schema_version(self) -> int:
         with self._conn() as conn:
             row = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
@@ -417,130 +299,7 @@ class PostgresStore(RowReadsMixin, PgEpisodeStoreMixin):
         with self._conn() as conn:
             return [str(n) for (n,) in conn.execute("SELECT name FROM namespaces ORDER BY name")]
 
-    def entity_id(self, ns_id: int, key: str) -> int | None:
-        tx = getattr(self._local, "tx", None)
-        if tx is not None:
-            result: int | None = tx.entity_id(ns_id, key)
-            return result
-        with self._conn() as conn:
-            row = conn.execute(
-                "SELECT entity_id FROM entity_keys WHERE ns_id = %s AND key = %s", (ns_id, key)
-            ).fetchone()
-            return None if row is None else int(row[0])
-
-    @staticmethod
-    def _entity_records(rows: Sequence[Sequence[Any]]) -> list[EntityRecord]:
-        return [EntityRecord(int(r[0]), int(r[1]), r[2], r[3], r[4], r[5], int(r[6]), tuple(r[7])) for r in rows]
-
-    def entity_names(self, ids: Iterable[int]) -> dict[int, str]:
-        """Display names of entity ids (cached: a name never changes and ids
-        are never reused). The returned mapping covers at least ``ids``."""
-        return self._cached_names(self._name_cache.names, "SELECT id, name FROM entities WHERE id = ANY(%s)", ids)
-
-    def predicate_names(self, ids: Iterable[int]) -> dict[int, str]:
-        """Display names of predicate ids (cached: a name never changes)."""
-        return self._cached_names(self._pred_names, "SELECT id, name FROM predicates WHERE id = ANY(%s)", ids)
-
-    def _cached_names(self, names: dict[int, str], select: str, ids: Iterable[int]) -> dict[int, str]:
-        """``names`` (id -> display name) with the ones of ``ids`` it lacks
-        read by ``select`` (``id, name`` of an array of ids)."""
-        missing = [i for i in ids if i not in names] if ids else []
-        if missing:
-            with self._conn() as conn:
-                for i, name in conn.execute(select, (missing,)):
-                    names[int(i)] = str(name)
-        return names
-
-    def entity(self, entity_id: int) -> EntityRecord | None:
-        with self._conn() as conn:
-            rows = conn.execute(f"SELECT {_ENTITY_COLS} FROM entities e WHERE e.id = %s", (entity_id,)).fetchall()
-            got = self._entity_records(rows)
-            return got[0] if got else None
-
-    def entities(self, ns_id: int) -> list[EntityRecord]:
-        with self._conn() as conn:
-            rows = conn.execute(
-                f"SELECT {_ENTITY_COLS} FROM entities e WHERE e.ns_id = %s ORDER BY e.id", (ns_id,)
-            ).fetchall()
-            return self._entity_records(rows)
-
-    def entities_by_key_substring(self, ns_id: int, text: str, limit: int) -> list[EntityRecord]:
-        pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        with self._conn() as conn:
-            rows = conn.execute(
-                f"SELECT {_ENTITY_COLS} FROM entities e WHERE e.id IN ("
-                "SELECT k.entity_id FROM entity_keys k JOIN entities e2 ON e2.id = k.entity_id "
-                "WHERE k.ns_id = %s AND (lower(k.key) LIKE lower(%s) OR lower(e2.name) LIKE lower(%s))"
-                ") ORDER BY e.id LIMIT %s",
-                (ns_id, pattern, pattern, limit),
-            ).fetchall()
-            return self._entity_records(rows)
-
-    @staticmethod
-    def _pred_records(rows: Sequence[Sequence[Any]]) -> list[PredicateRecord]:
-        return [
-            PredicateRecord(int(r[0]), int(r[1]), r[2], r[3], r[4], r[5], r[6], bool(r[7]), tuple(r[8]))
-            for r in rows
-        ]
-
-    def predicate(self, ns_id: int, key: str) -> PredicateRecord | None:
-        tx: PgTx | None = getattr(self._local, "tx", None)
-        in_tx = tx is not None
-        if in_tx:
-            cached = self._name_cache.predicate(ns_id, key)
-            if cached is not None:
-                return cached
-        # inside a write: the raw connection (predicates never wait on the
-        # transaction's pending entity rows)
-        with nullcontext(tx._conn) if tx is not None else self._conn() as conn:
-            rows = conn.execute(
-                f"SELECT {_PRED_COLS} FROM predicate_keys pk JOIN predicates p ON p.id = pk.predicate_id "
-                "WHERE pk.ns_id = %s AND pk.key = %s",
-                (ns_id, key),
-            ).fetchall()
-            got = self._pred_records(rows)
-        if not got:
-            return None
-        if in_tx:
-            self._name_cache.add_predicate(ns_id, key, got[0])
-        return got[0]
-
-    def predicate_by_id(self, predicate_id: int) -> PredicateRecord | None:
-        """Cached; the cache is checked against the names version at the start
-        of every write, so inside a write it is exact (outside, another
-        process's predicate change shows after this process's next write)."""
-        cached = self._name_cache.predicate_by_id(predicate_id)
-        if cached is not None:
-            return cached
-        with self._conn() as conn:
-            rows = conn.execute(f"SELECT {_PRED_COLS} FROM predicates p WHERE p.id = %s", (predicate_id,)).fetchall()
-            got = self._pred_records(rows)
-        if not got:
-            return None
-        self._name_cache.add_predicate_by_id(got[0])
-        return got[0]
-
-    def predicates(self, ns_id: int) -> list[PredicateRecord]:
-        with self._conn() as conn:
-            rows = conn.execute(
-                f"SELECT {_PRED_COLS} FROM predicates p WHERE p.ns_id = %s ORDER BY p.key", (ns_id,)
-            ).fetchall()
-            return self._pred_records(rows)
-
-    def _cardinality(self, predicate_id: int) -> str:
-        got = self._name_cache.cardinality(predicate_id)
-        if got is None:
-            with self._conn() as conn:
-                row = conn.execute("SELECT cardinality FROM predicates WHERE id = %s", (predicate_id,)).fetchone()
-            got = str(row[0]) if row else "many"
-            self._name_cache.add_cardinality(predicate_id, got)
-        return got
-
     # -- fact reads -----------------------------------------------------
-    def query_sql(self, q: FactQuery) -> tuple[str, list[Any]]:
-        """The SQL and parameters :meth:`query` runs for ``q``."""
-        return compose_fact_sql(q, FACTS, POSTGRES)
-
     def read_sql(self, q: FactQuery) -> tuple[str, list[Any]]:
         """The SQL and parameters :meth:`query_tuples` runs for ``q``."""
         return compose_fact_sql(q, READS, POSTGRES)
@@ -555,11 +314,6 @@ class PostgresStore(RowReadsMixin, PgEpisodeStoreMixin):
         with self._conn() as conn:
             rows: list[tuple[Any, ...]] = conn.execute(sql, params).fetchall()
             return rows
-
-    def query(self, q: FactQuery) -> list[Row]:
-        sql, params = self.query_sql(q)
-        with self._conn() as conn:
-            return [Row(*r) for r in conn.execute(sql, params)]
 
     def _fetch(self, *queries: tuple[str, Sequence[Any]]) -> list[list[tuple[Any, ...]]]:
         with self._conn() as conn:

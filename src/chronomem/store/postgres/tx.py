@@ -1,9 +1,10 @@
 """Write primitives of the PostgreSQL backend (one write transaction).
 
-Kept apart from :mod:`chronomem.store.postgres.store` (connection pool, migrations,
-reads). Every method runs on the connection of the open transaction, which
-holds the store's write lock, exclusively or (a shared write) shared plus the
-locks of its names and groups (see ``docs/architecture.md``, "Concurrency").
+Kept apart from :mod:`chronomem.store.postgres.store` (connection pool, reads)
+and :mod:`chronomem.store.postgres.setup` (migrations). Every method runs on
+the connection of the open transaction, which holds the store's write lock,
+exclusively or (a shared write) shared plus the locks of its names and groups
+(see ``docs/architecture.md``, "Concurrency").
 """
 
 from __future__ import annotations

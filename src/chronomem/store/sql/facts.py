@@ -16,7 +16,7 @@ from ...core.time import MAX_US
 from ..protocol import FACT_COLUMNS, READ_COLUMNS, FactQuery, Row
 from .dialect import Dialect
 
-__all__ = ["FACTS", "READS", "SELECT_FACT", "SELECT_READ", "FactHead", "caller_sorts", "compose_fact_sql",
+__all__ = ["READS", "SELECT_FACT", "SELECT_READ", "FactHead", "caller_sorts", "compose_fact_sql",
            "cutoff_shape", "distinct_rows", "limit_cutoff"]
 
 # Fact versions with their three names (the Row shape: FACT_COLUMNS + names).
@@ -35,8 +35,7 @@ ORDER_COLUMNS = ("valid_from", "fact_id", "version")
 @dataclass(frozen=True, eq=False)
 class FactHead:
     """The ``SELECT ... FROM facts f`` part of a fact read and the positions
-    of :data:`ORDER_COLUMNS` in it (compared and hashed by identity: a
-    backend keys its statement cache by it)."""
+    of :data:`ORDER_COLUMNS` in it (compared and hashed by identity)."""
 
     sql: str
     union_order: str
@@ -46,7 +45,6 @@ class FactHead:
         return cls(sql, ", ".join(str(columns.index(c) + 1) for c in ORDER_COLUMNS))
 
 
-FACTS = FactHead.of(SELECT_FACT, FACT_COLUMNS)
 READS = FactHead.of(SELECT_READ, READ_COLUMNS)
 
 
@@ -67,7 +65,7 @@ def caller_sorts(q: FactQuery) -> bool:
 def compose_fact_sql(q: FactQuery, fact_head: FactHead, d: Dialect, valid_from_max: int | None = None,
                      order: bool = True) -> tuple[str, list[Any]]:
     """SQL and parameters for ``q`` in dialect ``d``, selecting ``fact_head``
-    (:data:`FACTS` or :data:`READS`). ``valid_from_max``
+    (:data:`READS`, the read path's). ``valid_from_max``
     adds ``f.valid_from <= valid_from_max``: a backend that knows the first
     ``q.limit`` rows all start by then uses it so the sort before the LIMIT
     sees only those rows, not all of a busy entity's. ``order=False``: leave

@@ -20,20 +20,21 @@ import sqlite3
 import threading
 import weakref
 from contextlib import contextmanager
-from operator import itemgetter
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 from ...core.time import MAX_US, Clock, SystemClock, from_us, peek_clock, to_us
 from ...errors import InvalidInputError, SchemaVersionError, StoreError, StoreLockedError
 from .. import fork as _fork
 from ..migrations import load_migrations
 from ..names import NameCache
-from ..protocol import READ_COLUMNS, Capabilities, EntityRecord, FactQuery, PredicateRecord, Row
+from ..protocol import Capabilities
 from ..sql.dialect import SQLITE
-from ..sql.facts import FACTS, READS, FactHead, caller_sorts, compose_fact_sql, cutoff_shape, limit_cutoff
 from ..sql.reads import RowReadsMixin, StoreSQL
 from .episodes import EpisodeStoreMixin
+from .fact_reads import FactReadsMixin
+from .fact_reads import _query_params as _query_params  # re-exported: tests import it from here
+from .name_reads import NameReadsMixin
 from .tx import SQLiteTx, _Checkpointer, _in, _split_sql
 
 __all__ = ["SQLiteStore"]
@@ -66,8 +67,11 @@ def _drop(owned: list[Any]) -> None:
             pass
 
 
-class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
-    """SQLite implementation of :class:`~chronomem.store.protocol.Store`."""
+class SQLiteStore(FactReadsMixin, NameReadsMixin, RowReadsMixin, EpisodeStoreMixin):
+    """SQLite implementation of :class:`~chronomem.store.protocol.Store`.
+
+    Its fact read path is :class:`~.fact_reads.FactReadsMixin`, its name
+    reads :class:`~.name_reads.NameReadsMixin`."""
 
     backend = "sqlite"
     _rows_sql = StoreSQL(SQLITE)
@@ -289,12 +293,9 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
         self.drop_name_caches()
         return True
 
-    def drop_name_caches(self) -> None:
-        """Forget every cached name key and predicate (ids' display names
-        never change and stay cached)."""
-        self._name_cache.drop_keys()
-        self._warm_keys.clear()
-        self._key_misses = 0
+    def _warm_limits(self) -> tuple[int, int, int]:
+        # read here at each warm-up, so this module's settings take effect
+        return _WARM_AFTER, _WARM_MAX, _WARM_SMALL
 
     def last_system_time(self) -> int:
         row = self._con.execute("SELECT value FROM meta WHERE key = 'last_system_time'").fetchone()
@@ -400,234 +401,7 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
         with self._lock:
             return [n for (n,) in self._con.execute("SELECT name FROM namespaces ORDER BY name")]
 
-    def _entity_id(self, ns_id: int, key: str, *, warm: bool = False) -> int | None:
-        """The entity a name key names (cached, with its display name).
-        ``warm`` (the read path): a process that keeps missing loads the
-        namespace's keys and names at once; a write never pays for that."""
-        cache = self._name_cache
-        cached = cache.entity_id(ns_id, key)
-        if cached is not None:
-            return cached
-        if warm and ns_id not in self._warm_keys:
-            self._key_misses += 1
-            if self._key_misses >= _WARM_AFTER:
-                self._warm_keys.add(ns_id)
-                (n,) = self._con.execute("SELECT count(*) FROM entity_keys WHERE ns_id = ?", (ns_id,)).fetchone()
-                if n <= _WARM_MAX:
-                    cache.add_entity_keys(
-                        ns_id, self._con.execute("SELECT key, entity_id FROM entity_keys WHERE ns_id = ?", (ns_id,))
-                    )
-                    cached = cache.entity_id(ns_id, key)
-                    if cached is not None:
-                        return cached
-        row = self._con.execute(
-            "SELECT k.entity_id, e.name FROM entity_keys k JOIN entities e ON e.id = k.entity_id "
-            "WHERE k.ns_id = ? AND k.key = ?", (ns_id, key)
-        ).fetchone()
-        if row is None:
-            return None
-        eid = int(row[0])
-        cache.add_entity(ns_id, key, row[1], eid)
-        return eid
-
-    def entity_id(self, ns_id: int, key: str) -> int | None:
-        with self._lock:
-            self._check_caches()
-            return self._entity_id(ns_id, key, warm=True)
-
-    def _entity_record(self, r: Sequence[Any]) -> EntityRecord:
-        aliases = tuple(
-            a for (a,) in self._con.execute(
-                "SELECT alias_name FROM entity_keys WHERE entity_id = ? AND alias_name IS NOT NULL ORDER BY alias_name",
-                (r[0],),
-            )
-        )
-        return EntityRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], aliases)
-
-    def entity_names(self, ids: Iterable[int]) -> dict[int, str]:
-        """Display names of entity ids (cached: a name never changes and ids
-        are never reused, see migration 0004). The returned mapping covers at
-        least ``ids``."""
-        names = self._names
-        missing = [i for i in ids if i not in names] if ids else []
-        if missing:
-            with self._lock:
-                if not self._names_warm:
-                    self._name_misses += 1
-                    if self._name_misses == 1:
-                        # a small store loads every name at its first miss
-                        # (max(id) bounds the count: ids are never reused)
-                        (top,) = self._con.execute("SELECT max(id) FROM entities").fetchone()
-                        load = (top or 0) <= _WARM_SMALL
-                    else:
-                        load = False
-                    if not load and self._name_misses >= _WARM_AFTER:
-                        self._names_warm = True
-                        (n,) = self._con.execute("SELECT count(*) FROM entities").fetchone()
-                        load = n <= _WARM_MAX
-                    if load:
-                        self._names_warm = True
-                        names.update(self._con.execute("SELECT id, name FROM entities"))
-                        missing = [i for i in missing if i not in names]
-                for start in range(0, len(missing), 500):
-                    chunk = missing[start:start + 500]
-                    for eid, name in self._con.execute(
-                        "SELECT id, name FROM entities WHERE " + _in("id", chunk), chunk
-                    ):
-                        names[eid] = name
-        return names
-
-    def predicate_names(self, ids: Iterable[int]) -> dict[int, str]:
-        """Display names of predicate ids (cached: a name never changes)."""
-        names = self._pred_names
-        missing = [i for i in ids if i not in names] if ids else []
-        if missing:
-            with self._lock:
-                for pid, name in self._con.execute(
-                    "SELECT id, name FROM predicates WHERE " + _in("id", missing), missing
-                ):
-                    names[pid] = name
-        return names
-
-    def entity(self, entity_id: int) -> EntityRecord | None:
-        with self._lock:
-            r = self._con.execute(
-                "SELECT id, ns_id, key, name, type, properties, created_at FROM entities WHERE id = ?", (entity_id,)
-            ).fetchone()
-            return None if r is None else self._entity_record(r)
-
-    def entities(self, ns_id: int) -> list[EntityRecord]:
-        with self._lock:
-            rows = self._con.execute(
-                "SELECT id, ns_id, key, name, type, properties, created_at FROM entities WHERE ns_id = ? ORDER BY id",
-                (ns_id,),
-            ).fetchall()
-            return [self._entity_record(r) for r in rows]
-
-    def entities_by_key_substring(self, ns_id: int, text: str, limit: int) -> list[EntityRecord]:
-        pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        with self._lock:
-            rows = self._con.execute(
-                "SELECT DISTINCT e.id, e.ns_id, e.key, e.name, e.type, e.properties, e.created_at "
-                "FROM entity_keys k JOIN entities e ON e.id = k.entity_id "
-                "WHERE k.ns_id = ? AND (k.key LIKE ? ESCAPE '\\' OR lower(e.name) LIKE lower(?) ESCAPE '\\') "
-                "ORDER BY e.id LIMIT ?",
-                (ns_id, pattern, pattern, limit),
-            ).fetchall()
-            return [self._entity_record(r) for r in rows]
-
-    def _pred_record(self, r: Sequence[Any]) -> PredicateRecord:
-        aliases = tuple(
-            a for (a,) in self._con.execute(
-                "SELECT alias_name FROM predicate_keys WHERE predicate_id = ? AND alias_name IS NOT NULL "
-                "ORDER BY alias_name",
-                (r[0],),
-            )
-        )
-        return PredicateRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7]), aliases)
-
-    def predicate(self, ns_id: int, key: str) -> PredicateRecord | None:
-        with self._lock:
-            self._check_caches()
-            cached = self._name_cache.predicate(ns_id, key)
-            if cached is not None:
-                return cached
-            r = self._con.execute(
-                "SELECT p.id, p.ns_id, p.key, p.name, p.cardinality, p.inverse, p.description, p.declared "
-                "FROM predicate_keys k JOIN predicates p ON p.id = k.predicate_id WHERE k.ns_id = ? AND k.key = ?",
-                (ns_id, key),
-            ).fetchone()
-            if r is None:
-                return None
-            rec = self._pred_record(r)
-            self._name_cache.add_predicate(ns_id, key, rec)
-            return rec
-
-    def predicate_by_id(self, predicate_id: int) -> PredicateRecord | None:
-        with self._lock:
-            self._check_caches()
-            cached = self._name_cache.predicate_by_id(predicate_id)
-            if cached is not None:
-                return cached
-            r = self._con.execute(
-                "SELECT id, ns_id, key, name, cardinality, inverse, description, declared FROM predicates WHERE id = ?",
-                (predicate_id,),
-            ).fetchone()
-            if r is None:
-                return None
-            rec = self._pred_record(r)
-            self._name_cache.add_predicate_by_id(rec)
-            return rec
-
-    def predicates(self, ns_id: int) -> list[PredicateRecord]:
-        with self._lock:
-            rows = self._con.execute(
-                "SELECT id, ns_id, key, name, cardinality, inverse, description, declared FROM predicates "
-                "WHERE ns_id = ? ORDER BY key",
-                (ns_id,),
-            ).fetchall()
-            return [self._pred_record(r) for r in rows]
-
-    # -- fact reads -----------------------------------------------------
-    def query_sql(self, q: FactQuery) -> tuple[str, list[Any]]:
-        """The SQL and parameters :meth:`query` runs for ``q``."""
-        return self._build_sql(q, FACTS)
-
-    def read_sql(self, q: FactQuery) -> tuple[str, list[Any]]:
-        """The SQL and parameters :meth:`query_tuples` runs for ``q``."""
-        return self._build_sql(q, READS)
-
-    def _build_sql(self, q: FactQuery, head: FactHead) -> tuple[str, list[Any]]:
-        # The SQL text depends only on the query's shape: build it once per shape.
-        shape = (
-            head, q.all_versions, q.known_at is None, q.as_of is None, q.overlap is None,
-            None if q.fact_ids is None else len(q.fact_ids),
-            None if q.subject_ids is None else len(q.subject_ids),
-            q.object_id is None, q.object_lit is None, q.direction, q.limit is None,
-            q.subject_key is None, q.predicate_key is None,
-        )
-        sql = self._sql_cache.get(shape)
-        if sql is None:
-            sql, params = self._compose_sql(q, head)
-            if len(self._sql_cache) < 512:
-                self._sql_cache[shape] = sql
-            return sql, params
-        return sql, _query_params(q)
-
-    def _compose_sql(self, q: FactQuery, head: FactHead) -> tuple[str, list[Any]]:
-        # the read path sorts one entity's rows itself (see caller_sorts)
-        return compose_fact_sql(q, head, SQLITE, order=head is not READS)
-
-    def query(self, q: FactQuery) -> list[Row]:
-        sql, params = self.query_sql(q)
-        with self._lock:
-            return [Row(*r) for r in self._con.execute(sql, params)]
-
-    def query_tuples(self, q: FactQuery) -> list[tuple[Any, ...]]:
-        """The read path: raw tuples in ``READ_COLUMNS`` order, no names
-        (resolve them with :meth:`entity_names` / :meth:`predicate_names`)."""
-        with self._lock:
-            if q.limit is None or not cutoff_shape(q):
-                sql, params = self.read_sql(q)
-                rows: list[tuple[Any, ...]] = self._read_cur.execute(sql, params).fetchall()
-                if len(rows) > 1 and caller_sorts(q):
-                    rows.sort(key=_READ_ORDER)
-                return rows
-            # the cut-off and the read must see one snapshot
-            own = not self._con.in_transaction
-            if own:
-                self._con.execute("BEGIN")
-            try:
-                cutoff = limit_cutoff(q, lambda sql, params: self._con.execute(sql, params).fetchall(), SQLITE)
-                if cutoff is None:
-                    sql, params = self.read_sql(q)
-                else:
-                    sql, params = compose_fact_sql(q, READS, SQLITE, cutoff)
-                return self._con.execute(sql, params).fetchall()
-            finally:
-                if own:
-                    self._con.execute("COMMIT")
-
+    # -- other reads ----------------------------------------------------
     def _fetch(self, *queries: tuple[str, Sequence[Any]]) -> list[list[tuple[Any, ...]]]:
         with self._lock:
             return [self._con.execute(sql, params).fetchall() for sql, params in queries]
@@ -678,50 +452,3 @@ class SQLiteStore(RowReadsMixin, EpisodeStoreMixin):
             except OSError:
                 pass
         return total
-
-
-def _query_params(q: FactQuery) -> list[Any]:
-    """The parameters of :meth:`SQLiteStore._compose_sql`'s SQL, in its order."""
-    cparams: list[Any] = []
-    if not q.all_versions and q.known_at is not None:
-        cparams += [q.known_at, q.known_at]
-    if q.as_of is not None:
-        cparams += [q.as_of, q.as_of]
-    if q.overlap is not None:
-        cparams += [q.overlap[1], q.overlap[0]]
-    if q.predicate_key is not None:
-        cparams += [q.ns_id, q.predicate_key]
-    if q.fact_ids is not None:
-        cparams += q.fact_ids
-    out: list[Any] = []
-    if q.subject_ids is None and q.subject_key is None:
-        out.append(q.ns_id)
-        if q.object_id is not None:
-            out.append(q.object_id)
-        if q.object_lit is not None:
-            out.append(q.object_lit)
-        out += cparams
-    else:
-        entity: Sequence[Any] = (q.ns_id, q.subject_key) if q.subject_ids is None else q.subject_ids
-        if q.direction in ("out", "both"):
-            out += entity
-            if q.object_id is not None:
-                out.append(q.object_id)
-            if q.object_lit is not None:
-                out.append(q.object_lit)
-            out += cparams
-        if q.direction in ("in", "both") and q.object_lit is None:
-            out += entity
-            if q.object_id is not None:
-                out.append(q.object_id)
-            if q.direction == "both":
-                out += entity
-            out += cparams
-    if q.limit is not None:
-        out.append(q.limit)
-    return out
-
-
-# (valid_from, rowid) of a READ_COLUMNS tuple: the order of every read
-_READ_ORDER = itemgetter(READ_COLUMNS.index("valid_from"), READ_COLUMNS.index("rowid"))
-

@@ -1,0 +1,151 @@
+"""Opening a PostgreSQL store: its URL (the ``?schema=`` part, the password
+kept out of ``store.url``), the settings of its connections, and the schema
+set-up (migrations, the extensions they need, pgvector where available).
+Used by :class:`~chronomem.store.postgres.store.PostgresStore`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+from ...core.time import Clock, to_us
+from ...errors import MissingExtraError, SchemaVersionError, StoreError
+from ..migrations import load_migrations
+
+__all__ = ["connect", "connection_kwargs", "import_psycopg", "migrate", "split_schema"]
+
+log = logging.getLogger("chronomem.store.postgres")
+
+# database-wide advisory lock key for migrations ("chronomem" in two int4s)
+_MIGRATE_LOCK = (1668442479, 1835363693)
+_SCHEMA_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+
+
+def split_schema(url: str) -> tuple[str, str | None]:
+    """``(conninfo URL without ?schema=, schema or None)``."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    schema = None
+    rest = []
+    for k, v in query:
+        if k == "schema":
+            schema = v
+        else:
+            rest.append((k, v))
+    if schema is not None and not _SCHEMA_RE.fullmatch(schema):
+        raise StoreError(f"schema name {schema!r} must be letters, digits and underscores")
+    # quote (not quote_plus): libpq reads "+" literally, so "-c%20x=y" must stay "%20"
+    return urlunsplit(parts._replace(query=urlencode(rest, quote_via=quote))), schema
+
+
+def _redact(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password:
+        netloc = parts.netloc.replace(":" + parts.password + "@", ":***@")
+        return urlunsplit(parts._replace(netloc=netloc))
+    return url
+
+
+def import_psycopg() -> Any:
+    """The psycopg module (with psycopg_pool), or the missing extra's error."""
+    try:
+        import psycopg
+        import psycopg_pool  # noqa: F401
+    except ImportError:
+        raise MissingExtraError("psycopg", "postgres") from None
+    return psycopg
+
+def connection_kwargs(conninfo: str, schema: str | None, connect_timeout: float) -> dict[str, Any]:
+    """The settings of every connection of a store (the first and the pool's):
+    autocommit, the connect timeout and the ``options`` (the URL's, and the
+    schema's search path)."""
+    kwargs: dict[str, Any] = {"autocommit": True, "connect_timeout": max(1, int(connect_timeout))}
+    # the URL's options (e.g. -c synchronous_commit=off, which "normal"
+    # durability follows) as a parameter: split_schema re-encodes a
+    # space as "+", which libpq does not decode
+    options = dict(parse_qsl(urlsplit(conninfo).query)).get("options", "")
+    if schema is not None:
+        options = f"{options} -c search_path={schema},public".strip()
+    if options:
+        kwargs["options"] = options
+    return kwargs
+
+
+def connect(psycopg: Any, conninfo: str, kwargs: dict[str, Any]) -> Any:
+    """One connection, or a one-sentence :class:`StoreError`."""
+    try:
+        return psycopg.connect(conninfo, **kwargs)
+    except psycopg.Error as exc:
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise StoreError(f"cannot connect to PostgreSQL at {_redact(conninfo)}: {msg}") from None
+
+
+def migrate(conn: Any, schema: str | None, clock: Clock, psycopg: Any) -> bool:
+    """Create ``schema`` (if given) and apply the pending migrations on
+    ``conn``, under a database-wide advisory lock (several processes may
+    open a store at once); whether episode vectors have a pgvector column.
+    The caller turns driver errors into :class:`StoreError` s."""
+    migrations = load_migrations("postgres")
+    latest = max(n for n, _, _ in migrations)
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", _MIGRATE_LOCK)
+        if schema is not None:
+            conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
+            "name TEXT NOT NULL, applied_at BIGINT NOT NULL)"
+        )
+        done = {int(v) for (v,) in conn.execute("SELECT version FROM schema_migrations")}
+        if done and max(done) > latest:
+            raise SchemaVersionError(
+                f"database schema version {max(done)} is newer than this chronomem ({latest}); upgrade chronomem"
+            )
+        pending = [m for m in migrations if m[0] not in done]
+        if pending:
+            _ensure_extension(conn, "btree_gist", "postgresql-contrib")
+            for number, name, sql in pending:
+                log.info("applying migration %s", name)
+                conn.execute(sql)
+                conn.execute(
+                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (%s, %s, %s)",
+                    (number, name, to_us(clock())),
+                )
+            _add_pgvector(conn, psycopg)
+        return bool(conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
+            "AND table_name = 'episode_vectors' AND column_name = 'embedding')"
+        ).fetchone()[0])
+
+def _add_pgvector(conn: Any, psycopg: Any) -> None:
+    """Where the server has pgvector, keep each vector also as ``vector``
+    (indexed per model with HNSW) for SQL users; results never depend on it."""
+    if not conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone():
+        log.info("pgvector is not available: vectors are stored as real[] only")
+        return
+    try:
+        with conn.transaction():  # a savepoint: lacking the privilege is not an error
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
+            conn.execute("ALTER TABLE episode_vectors ADD COLUMN IF NOT EXISTS embedding public.vector")
+            conn.execute("UPDATE episode_vectors SET embedding = vector::public.vector WHERE embedding IS NULL")
+            for model_id, dim in conn.execute("SELECT id, dim FROM embedding_models").fetchall():
+                conn.execute(
+                    f"CREATE INDEX IF NOT EXISTS episode_vectors_hnsw_{int(model_id)} ON episode_vectors "
+                    f"USING hnsw ((embedding::public.vector({int(dim)})) public.vector_cosine_ops) "
+                    f"WHERE model_id = {int(model_id)}"
+                )
+    except psycopg.Error as exc:
+        log.warning("pgvector not enabled (%s): vectors are stored as real[] only", exc.diag.message_primary)
+
+def _ensure_extension(conn: Any, name: str, package: str) -> None:
+    if conn.execute("SELECT 1 FROM pg_extension WHERE extname = %s", (name,)).fetchone():
+        return
+    available = conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = %s", (name,)).fetchone()
+    if not available:
+        raise StoreError(
+            f"the PostgreSQL server lacks the {name} extension: install {package} on the server"
+        )
+    # in schema public, so that dropping a store's schema never drops it
+    conn.execute(f"CREATE EXTENSION IF NOT EXISTS {name} SCHEMA public")
