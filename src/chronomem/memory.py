@@ -118,8 +118,10 @@ class Memory:
         return f"<Memory {self._scope.store.url} namespace={self.namespace!r}>"
 
     def now(self) -> _dt.datetime:
-        """The store clock's current time (UTC)."""
-        return self._scope.now()
+        """The store's current time (UTC): its clock, never earlier than the
+        last system time the store has stamped, so ``known_at=mem.now()``
+        includes every committed write."""
+        return self._scope.store_now()
 
     def parse_time(self, value: TimeLike, field: str = "time") -> TimePoint:
         """Read a time value in this memory's timezone (see :mod:`chronomem.core.time`)."""

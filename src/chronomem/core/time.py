@@ -44,6 +44,10 @@ UTC = _dt.timezone.utc
 EPOCH = _dt.datetime(1970, 1, 1, tzinfo=UTC)
 MIN_US = -(2**63)  # unknown start
 MAX_US = 2**63 - 1  # open end / still believed
+#: the first and last instant a memory stores: years 1-9999 in UTC, after the
+#: writer's zone shift (a datetime outside them cannot even be built)
+FIRST_US = -62_135_596_800_000_000  # 0001-01-01T00:00:00Z
+LAST_US = 253_402_300_799_999_999  # 9999-12-31T23:59:59.999999Z
 _ONE_US = _dt.timedelta(microseconds=1)
 
 
@@ -174,19 +178,24 @@ def parse_time(value: object, field: str = "time", tz: _dt.tzinfo = UTC) -> Time
     (``"2024"``, ``"2024-03"``) and times with or without an offset.
     """
     if isinstance(value, TimePoint):
-        return value
-    if isinstance(value, _dt.datetime):
+        tp = value
+    elif isinstance(value, _dt.datetime):
         dt = _aware(value, tz)
         try:
-            return TimePoint(to_us(dt), _precision_of(dt))
+            tp = TimePoint(to_us(dt), _precision_of(dt))
         except OverflowError as exc:  # pragma: no cover - extreme datetimes
             raise InvalidTimeError(value, field, str(exc)) from None
-    if isinstance(value, _dt.date):
-        dt = _dt.datetime(value.year, value.month, value.day, tzinfo=tz)
-        return TimePoint(to_us(dt), Precision.DAY)
-    if isinstance(value, str):
-        return _parse_str(value, field, tz)
-    raise InvalidTimeError(value, field, f"expected a date, datetime or ISO string, not {type(value).__name__}")
+    elif isinstance(value, _dt.date):
+        tp = TimePoint(to_us(_dt.datetime(value.year, value.month, value.day, tzinfo=tz)), Precision.DAY)
+    elif isinstance(value, str):
+        tp = _parse_str(value, field, tz)
+    else:
+        raise InvalidTimeError(value, field, f"expected a date, datetime or ISO string, not {type(value).__name__}")
+    if not FIRST_US <= tp.us <= LAST_US:
+        # read in a zone east of UTC, "0001" is still year 0 in UTC: stored, it could not be read back
+        side = "before 0001-01-01T00:00:00Z" if tp.us < FIRST_US else "after 9999-12-31T23:59:59.999999Z"
+        raise InvalidTimeError(value, field, f"it is {side} in UTC; times must lie in years 1-9999 (UTC)")
+    return tp
 
 
 _EPOCH_ORDINAL = _dt.date(1970, 1, 1).toordinal()
@@ -250,7 +259,10 @@ def _parse_str(text: str, field: str, tz: _dt.tzinfo) -> TimePoint:
 def format_us(us: int, precision: Precision | int, tz: _dt.tzinfo = UTC) -> str:
     """Render an instant at its precision, in ``tz`` (``Z`` suffix for UTC)."""
     prec = Precision(precision)
-    dt = from_us(us).astimezone(tz)
+    try:
+        dt = from_us(us).astimezone(tz)
+    except OverflowError:  # the zone would take it past year 1 or 9999: say it in UTC
+        dt = from_us(us)
     if prec == Precision.YEAR:
         return f"{dt.year:04d}"
     if prec == Precision.MONTH:
@@ -282,6 +294,13 @@ def period_end(value: TimeLike, tz: _dt.tzinfo | str | None = None, field: str =
     """
     zone = get_timezone(tz)
     tp = parse_time(value, field, zone)
+    try:
+        return parse_time(TimePoint(_next_period(tp, zone), tp.precision), field)
+    except (OverflowError, ValueError):
+        raise InvalidTimeError(value, field, "the period after it ends past year 9999") from None
+
+
+def _next_period(tp: TimePoint, zone: _dt.tzinfo) -> int:
     local = from_us(tp.us).astimezone(zone)
     p = tp.precision
     if p == Precision.YEAR:
@@ -301,7 +320,7 @@ def period_end(value: TimeLike, tz: _dt.tzinfo | str | None = None, field: str =
             nxt = naive.replace(tzinfo=zone)
         else:
             nxt = local + step
-    return TimePoint(to_us(nxt), p)
+    return to_us(nxt)
 
 
 class Clock(Protocol):

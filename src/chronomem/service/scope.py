@@ -12,7 +12,7 @@ from typing import Any, Sequence
 from ..core.codec import row_to_fact
 from ..core.models import Fact
 from ..core.names import normalize_key
-from ..core.time import SystemClock, TimeLike, TimePoint, parse_time, peek_clock, to_us
+from ..core.time import FIRST_US, LAST_US, SystemClock, TimeLike, TimePoint, from_us, parse_time, peek_clock, to_us
 from ..core.version import Row
 from ..errors import EntityNotFoundError, InvalidInputError
 from ..store.protocol import PredicateRecord, Store
@@ -46,6 +46,17 @@ class Scope:
         if self.clock is None:
             return _dt.datetime.now(_dt.timezone.utc)
         return peek_clock(self.clock)
+
+    def store_now(self) -> _dt.datetime:
+        """The time a read "as known now" is at: the clock, but never before
+        the last system time the store stamped (a clock that went back, or a
+        writer ahead of this process), so ``known_at=store_now()`` sees every
+        committed write."""
+        now = self.now()
+        last = self.store.last_system_time()
+        if FIRST_US <= last <= LAST_US and last > to_us(now):
+            return from_us(last)
+        return now
 
     def now_us(self) -> int:
         if type(self.clock) is SystemClock:

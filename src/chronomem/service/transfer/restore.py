@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping, TypeGuard, cast
 
 from ...core.codec import decode_literal
 from ...core.names import normalize_key
-from ...core.time import MAX_US, MIN_US, Precision
+from ...core.time import FIRST_US, LAST_US, MAX_US, MIN_US, Precision
 from ...errors import ConflictError, InvalidInputError, InvalidIntervalError, StoreError
 from ...store.protocol import EpisodeRecord, EpisodeWriteTx, Row, WriteTx
 from ..identity import restore_merge
@@ -37,8 +37,8 @@ def _us(rec: Mapping[str, Any], name: str, *, optional: bool) -> int | None:
         if optional:
             return None
         raise InvalidInputError(f"{name} is missing")
-    if isinstance(value, bool) or not isinstance(value, int) or not MIN_US < value < MAX_US:
-        raise InvalidInputError(f"{name} must be a time")
+    if isinstance(value, bool) or not isinstance(value, int) or not FIRST_US <= value <= LAST_US:
+        raise InvalidInputError(f"{name} must be a time in years 1-9999 (microseconds since 1970, UTC)")
     return value
 
 

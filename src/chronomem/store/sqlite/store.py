@@ -298,7 +298,8 @@ class SQLiteStore(FactReadsMixin, NameReadsMixin, RowReadsMixin, EpisodeStoreMix
         return _WARM_AFTER, _WARM_MAX, _WARM_SMALL
 
     def last_system_time(self) -> int:
-        row = self._con.execute("SELECT value FROM meta WHERE key = 'last_system_time'").fetchone()
+        with self._lock:  # the one connection is shared by this store's threads
+            row = self._con.execute("SELECT value FROM meta WHERE key = 'last_system_time'").fetchone()
         return int(row[0]) if row else -(2**63)
 
     @contextmanager
