@@ -268,14 +268,15 @@ def register(server: MCPServer[Any], mem: Memory) -> None:
     @tool("recall", "Recall what the memory knows", read_only=True, idempotent=True)
     def recall(question: Question, at: At = None, budget_tokens: Budget = 1500) -> CallToolResult:
         """Everything the memory knows for a question, packed for your prompt: the facts about the entities it
-        names (valid at `at`, default now), then the evidence episodes that best match, each with a citation
-        id in [brackets]. Call this before answering anything about past decisions, people or project state,
-        and cite the ids you use."""
+        names (valid at `at`, default now), what used to be true about them (marked "Earlier", with what ended
+        it), then the evidence episodes that best match, each with a citation id in [brackets]. Call this
+        before answering anything about past decisions, people or project state, and cite the ids you use."""
         call = _Call(mem)
         r = mem.recall(question, at=call.time("at", at), budget_tokens=budget_tokens)
         lines = r.text.splitlines() or [f"nothing recalled for {question!r} (no matching facts or evidence)"]
         data = r.to_dict()  # the same keys, with facts and hits in their compact form
         data["facts"] = [compact_fact(f) for f in r.facts]
+        data["history"] = [compact_fact(f) for f in r.history]
         data["hits"] = [hit_render(i, h, mem.tz)[1] for i, h in enumerate(r.hits, 1)]
         return call.result(lines, data)
 

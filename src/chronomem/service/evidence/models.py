@@ -116,7 +116,7 @@ class Hit(_Dictable):
 class RecallItem(_Dictable):
     """One packed item: a fact or an episode, with its citation id."""
 
-    kind: Literal["fact", "episode"]
+    kind: Literal["fact", "history", "episode"]  # history: a fact of the entities that had ended by ``at``
     cite: str
     text: str
     tokens: int
@@ -136,6 +136,8 @@ class Recall(_Dictable):
     hits: tuple[Hit, ...]
     tokens: int
     budget_tokens: int
+    history: tuple[Fact, ...] = ()
+    """Facts of the entities that had ended by ``at`` (packed after ``facts``, labelled as such)."""
 
 
 @dataclass(frozen=True)

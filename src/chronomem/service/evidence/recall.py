@@ -83,6 +83,18 @@ def _find_entities(scope: Scope, question: str) -> tuple[list[str], list[str]]:
     return names, candidates
 
 
+_PAST = re.compile(
+    r"\b(?:before|used to|previous(?:ly)?|former(?:ly)?|earlier|originally|histor(?:y|ical|ically)|"
+    r"in the past|no longer|any ?more|prior|ago|when did|last (?:year|month|week|quarter|time)|"
+    r"(?:had|has|have) (?:been|worked|lived|used))\b", re.I)
+_YEAR = re.compile(r"\b(1[89]\d\d|2\d\d\d)\b")
+
+
+def _asks_about_the_past(question: str, when: _dt.datetime) -> bool:
+    """Does the question ask what used to be true (a past cue or a past year)?"""
+    return bool(_PAST.search(question)) or any(int(y) < when.year for y in _YEAR.findall(question))
+
+
 def _episode_line(hit: Hit) -> str:
     ep = hit.episode
     when = ep.occurred_at.date().isoformat() if ep.occurred_at else ep.recorded_at.date().isoformat()
@@ -112,8 +124,12 @@ class Recaller:
         """Everything the memory knows for ``question``, packed for a prompt:
         the entities it names (exact names and aliases; fuzzy matches are only
         listed as candidates), their facts valid at ``at`` (default now), then
-        evidence from :meth:`search` in the ``as_world`` view, deduplicated
-        per episode, each item with a citation id, within ``budget_tokens``."""
+        what used to be true about them ("Earlier": facts that had ended by
+        ``at``, most recent first, each with what ended it; all of them when
+        the question asks about the past or ``at`` is past, else the latest
+        ended value of each single-valued predicate shown), then evidence from
+        :meth:`search` in the ``as_world`` view, deduplicated per episode,
+        each item with a citation id, within ``budget_tokens``."""
         if not isinstance(question, str) or not question.strip():
             raise InvalidInputError("recall question must be a non-empty string")
         if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int) or budget_tokens < 1:
@@ -128,6 +144,8 @@ class Recaller:
                 if f.id not in seen_facts:
                     seen_facts.add(f.id)
                     facts.append(f)
+        past = at is not None and when < scope.now() or _asks_about_the_past(question, when)
+        history = self._history(names, facts, when, past)
         # at=None searches as of now without settling a past system time
         hits = self._search.search(question, k=_HITS, view="as_world", at=when if at is not None else None)
         items: list[RecallItem] = []
@@ -145,6 +163,17 @@ class Recaller:
             fact_lines.append(f"- {text}")
         if fact_lines:
             lines += [header, *fact_lines]
+        old_lines = []
+        for f, why in history:
+            text = f"{f.line()} (ended {f.valid_to_text}{why})"
+            cost = estimate_tokens(text)
+            if used + cost > budget_tokens:
+                break
+            used += cost
+            items.append(RecallItem("history", f.id, text, cost))
+            old_lines.append(f"- {text}")
+        if old_lines:
+            lines += ["Earlier (no longer valid at " + when.date().isoformat() + "):", *old_lines]
         ep_lines = []
         seen_eps: set[str] = set()
         for hit in hits:
@@ -166,4 +195,44 @@ class Recaller:
             question=question, at=when, text="\n".join(lines), items=tuple(items), entities=tuple(names),
             candidates=tuple(candidates), facts=tuple(f for f in facts if f.id in {i.cite for i in items}),
             hits=tuple(hits), tokens=used, budget_tokens=budget_tokens,
+            history=tuple(f for f, _why in history if f.id in {i.cite for i in items if i.kind == "history"}),
         )
+
+    def _history(self, names: list[str], current: list[Fact], when: _dt.datetime,
+                 past: bool) -> list[tuple[Fact, str]]:
+        """The entities' facts that had ended by ``when``, most recently ended
+        first, each with what ended it: all of them when the question is
+        about the past, else the latest ended value of each single-valued
+        (subject, predicate) among ``current``."""
+        ended: list[Fact] = []
+        for name in names:
+            mine = [f for f in self._reads.facts(name, direction="both")
+                    if f.valid_to is not None and f.valid_to <= when]
+            mine.sort(key=lambda f: f.valid_to or when, reverse=True)
+            ended += mine[:_FACTS_PER_ENTITY]
+        if not past:
+            single: dict[str, bool] = {}
+            for f in current:
+                if f.predicate not in single:
+                    rec = self._scope.predicate(f.predicate)
+                    single[f.predicate] = rec is not None and rec.cardinality == "one"
+            wanted = {(f.subject, f.predicate) for f in current if single[f.predicate]}
+            latest: dict[tuple[str, str], Fact] = {}
+            for f in ended:  # most recently ended first
+                latest.setdefault((f.subject, f.predicate), f)
+            ended = [f for key, f in latest.items() if key in wanted]
+        ended = list({f.id: f for f in ended}.values())  # a fact of two named entities once
+        causes = {f.invalidated_by for f in ended if f.invalidated_by}
+        by = {f.id: f for f in self._reads.by_ids(sorted(causes), None)}
+        out = []
+        for f in ended:
+            cause = f.invalidated_by
+            if cause is None:
+                why = ""
+            elif cause in by:
+                later = by[cause]
+                why = f": superseded by {later.object if not later.literal else repr(later.object)}"
+            else:
+                why = f": {cause}"
+            out.append((f, why))
+        return out
