@@ -29,7 +29,7 @@ class FactReads:
     def query(self, subject: str | None = None, predicate: str | None = None, object: Any = None, *,
               as_of: TimeLike | None = None, known_at: TimeLike | None = None, direction: str = "out",
               limit: int | None = None, all_versions: bool = False, overlap: tuple[int, int] | None = None,
-              literal: bool = False) -> FactQuery | None:
+              literal: bool = False, ended_by: int | None = None) -> FactQuery | None:
         """The :class:`FactQuery` for :meth:`facts`' arguments (``None``: a name
         that resolves to nothing, so the answer is empty without a read)."""
         scope = self._scope
@@ -62,7 +62,7 @@ class FactReads:
                     object_lit = encode_literal(object, scope.tz)
         return FactQuery(
             scope.ns_id, subject_ids, object_id, object_lit, direction,  # type: ignore[arg-type]
-            as_of_us, known_us, all_versions, overlap, None, limit, subject_key, predicate_key,
+            as_of_us, known_us, all_versions, overlap, None, limit, subject_key, predicate_key, ended_by=ended_by,
         )
 
     def run(self, q: FactQuery | None) -> list[Fact]:

@@ -88,6 +88,8 @@ class FactQuery:
     subject_key: str | None = None
     predicate_key: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # only facts whose valid interval had ended by this time (``valid_to <= ended_by``)
+    ended_by: int | None = None
 
 
 @dataclass(frozen=True)

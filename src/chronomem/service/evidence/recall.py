@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, cast
 
 from ...core.models import Fact
 from ...core.names import normalize_key
-from ...core.time import TimeLike
+from ...core.time import TimeLike, to_us
 from ...errors import InvalidInputError
 from .lexical import STOPWORDS
 from .models import Hit, Recall, RecallItem
@@ -205,9 +205,9 @@ class Recaller:
         about the past, else the latest ended value of each single-valued
         (subject, predicate) among ``current``."""
         ended: list[Fact] = []
-        for name in names:
-            mine = [f for f in self._reads.facts(name, direction="both")
-                    if f.valid_to is not None and f.valid_to <= when]
+        reads, when_us = self._reads, to_us(when)
+        for name in names:  # the store keeps only what had ended (valid_to <= when): no Fact for the rest
+            mine = reads.run(reads.query(name, direction="both", ended_by=when_us))
             mine.sort(key=lambda f: f.valid_to or when, reverse=True)
             ended += mine[:_FACTS_PER_ENTITY]
         if not past:

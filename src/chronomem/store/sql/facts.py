@@ -88,6 +88,9 @@ def compose_fact_sql(q: FactQuery, fact_head: FactHead, d: Dialect, valid_from_m
     if q.overlap is not None:
         common.append(f"f.valid_from < {ph} AND f.valid_to > {ph}")
         cparams += [q.overlap[1], q.overlap[0]]
+    if q.ended_by is not None:
+        common.append(f"f.valid_to <= {ph}")
+        cparams.append(q.ended_by)
     if q.predicate_key is not None:
         common.append(f"f.predicate_id = (SELECT predicate_id FROM predicate_keys WHERE ns_id = {ph} AND key = {ph})")
         cparams += [q.ns_id, q.predicate_key]
@@ -171,7 +174,7 @@ def cutoff_shape(q: FactQuery) -> bool:
     (no other filter): the shape :func:`limit_cutoff` serves."""
     one_subject = q.subject_key is not None if q.subject_ids is None else len(q.subject_ids) == 1
     return not (q.limit is None or q.limit < 1 or not one_subject or q.direction == "in"
-                or q.known_at is not None or q.all_versions or q.overlap is not None
+                or q.known_at is not None or q.all_versions or q.overlap is not None or q.ended_by is not None
                 or q.predicate_key is not None or q.fact_ids is not None or q.object_id is not None
                 or q.object_lit is not None)
 

@@ -44,7 +44,7 @@ class FactReadsMixin:
             None if q.fact_ids is None else len(q.fact_ids),
             None if q.subject_ids is None else len(q.subject_ids),
             q.object_id is None, q.object_lit is None, q.direction, q.limit is None,
-            q.subject_key is None, q.predicate_key is None,
+            q.subject_key is None, q.predicate_key is None, q.ended_by is None,
         )
         sql = self._sql_cache.get(shape)
         if sql is None:
@@ -93,6 +93,8 @@ def _query_params(q: FactQuery) -> list[Any]:
         cparams += [q.as_of, q.as_of]
     if q.overlap is not None:
         cparams += [q.overlap[1], q.overlap[0]]
+    if q.ended_by is not None:
+        cparams.append(q.ended_by)
     if q.predicate_key is not None:
         cparams += [q.ns_id, q.predicate_key]
     if q.fact_ids is not None:
