@@ -35,8 +35,10 @@ def _jsonable(value: Any) -> Any:
         return value.isoformat().replace("+00:00", "Z")
     if isinstance(value, Precision):
         return value.label
+    if isinstance(value, _Dictable):  # its own form (a nested Fact keeps its times at their precision)
+        return value.to_dict()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return _fields(value)
     if isinstance(value, Mapping):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -44,11 +46,15 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def _fields(value: Any) -> dict[str, Any]:
+    return {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+
+
 class _Dictable:
+    """A result type whose ``to_dict()`` is its JSON form (one form for every interface)."""
+
     def to_dict(self) -> dict[str, Any]:
-        out = _jsonable(self)
-        assert isinstance(out, dict)
-        return out
+        return _fields(self)
 
 
 def _render(dt: _dt.datetime | None, prec: Precision | None, tz: str = "UTC") -> str | None:
