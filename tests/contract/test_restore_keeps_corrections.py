@@ -32,3 +32,12 @@ def test_retracting_the_cutter_restores_an_uncorrected_value_as_before(mem: Memo
     (alice,) = mem.facts("Acme", "ceo")
     assert (alice.object, alice.valid_from.year if alice.valid_from else 0, alice.valid_to) == ("Alice", 2015, None)
     assert alice.source == "board minutes" and alice.version == 3
+
+
+def test_the_timeline_shows_a_restored_value_as_it_is_believed_again(mem: Memory) -> None:
+    mem.define_predicate("database", "one")
+    mem.add_fact("Atlas", "database", "PostgreSQL", "2020")
+    mysql = mem.add_fact("Atlas", "database", "MySQL", "2024-01")
+    mem.retract(mysql.id)
+    (restored,) = [e for e in mem.timeline("Atlas") if e.kind == "restored"]
+    assert restored.text == "restored: Atlas -database-> PostgreSQL [2020, …) (was [2020, 2024-01))"

@@ -60,6 +60,9 @@ def timeline(versions: Sequence[Fact], start: int | None, end: int | None) -> li
                 text = f"coalesced: {_stmt(v)} {v.interval_text} joined with another record"
             elif kind in (CloseKind.SUPERSEDED, CloseKind.INVALIDATED) and nxt is not None:
                 continue  # shown as the valid-time 'ended' of the successor
+            elif kind == CloseKind.RESTORED and nxt is not None:
+                # the value is believed again as the next version says, not as the cut one was
+                text = f"restored: {_stmt(nxt)} {nxt.interval_text} (was {v.interval_text})"
             else:
                 text = f"{kind}: {_stmt(v)} {v.interval_text}"
             events.append(Event(v.system_to, kind, "system", fid, text, v))
