@@ -7,7 +7,7 @@ import datetime as _dt
 import pytest
 
 from chronomem import InvalidTimeError, Precision
-from chronomem.adapters.mcp.timephrase import resolve_time
+from chronomem.core.phrases import resolve_time
 from chronomem.core.time import get_timezone
 
 UTC = _dt.timezone.utc

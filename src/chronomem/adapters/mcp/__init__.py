@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
+from ...core.phrases import ResolvedTime, resolve_time
 from ...errors import MissingExtraError
-from .timephrase import ResolvedTime, resolve_time
 
 if TYPE_CHECKING:
     from ...memory import Memory

@@ -1,7 +1,7 @@
 """The fact tools: a thin layer over :class:`~chronomem.memory.Memory`.
 
 Each tool parses its arguments (times may be relative phrases, see
-:mod:`chronomem.adapters.mcp.timephrase`), calls one ``Memory`` method and renders the
+:mod:`chronomem.core.phrases`), calls one ``Memory`` method and renders the
 result. :data:`WRAPS` maps every tool to the ``Memory`` method it wraps and the
 method parameters it deliberately leaves out, so a test can check the two
 signatures agree. Other tool groups (evidence memory: ``remember``,
@@ -19,6 +19,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
+from ...core.phrases import ResolvedTime, resolve_time
 from ...core.time import TimePoint
 from ...errors import ChronomemError, InvalidInputError
 from ...memory import Memory
@@ -35,7 +36,6 @@ from .results import (
     predicate_dict,
     times_block,
 )
-from .timephrase import ResolvedTime, resolve_time
 
 __all__ = ["WRAPS", "make_tool", "register"]
 

@@ -16,6 +16,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from mcp.types import CallToolResult, TextContent
 
 from ...core.models import Conflict, Diff, Event, Fact, Predicate
+from ...core.phrases import ResolvedTime
 from ...core.time import format_us, to_us
 from ...errors import (
     AliasConflictError,
@@ -30,7 +31,6 @@ from ...errors import (
     PredicateNotFoundError,
     StoreLockedError,
 )
-from .timephrase import ResolvedTime
 
 __all__ = [
     "compact_fact",

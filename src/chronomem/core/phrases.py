@@ -1,10 +1,10 @@
-"""Relative time phrases for agent-facing interfaces.
+"""Relative time phrases for agent-facing interfaces (MCP's tools).
 
 Agents say "yesterday" or "last March" far more often than they write an
-ISO date. :func:`resolve_time` accepts everything :func:`chronomem.core.time.parse_time`
-does (ISO-8601, partial dates such as ``"2024-03"``) plus a small, closed set
-of English phrases, resolved against a reference instant (the server's
-``mem.now()``) in the memory's timezone:
+ISO date. :func:`resolve_time` accepts everything
+:func:`chronomem.core.time.parse_time` does (ISO-8601, partial dates such as
+``"2024-03"``) plus a small, closed set of English phrases, resolved against a
+reference instant (``mem.now()``) in the memory's timezone:
 
 ===========================  =====================================  =========
 phrase                       resolves to                            precision
@@ -37,8 +37,8 @@ import datetime as _dt
 import re
 from dataclasses import dataclass
 
-from ...core.time import Precision, TimePoint, format_us, parse_time, to_us
-from ...errors import InvalidTimeError
+from ..errors import InvalidTimeError
+from .time import Precision, TimePoint, format_us, parse_time, to_us
 
 __all__ = ["ResolvedTime", "resolve_time", "PHRASE_HELP"]
 
