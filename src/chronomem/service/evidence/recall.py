@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import re
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Literal, cast
 
 from ...core.models import Fact
 from ...core.names import normalize_key
@@ -150,30 +150,26 @@ class Recaller:
         hits = self._search.search(question, k=_HITS, view="as_world", at=when if at is not None else None)
         items: list[RecallItem] = []
         used = 0
-        header = "Facts (valid at " + when.date().isoformat() + "):"
         lines: list[str] = []
-        fact_lines = []
-        for f in facts:
-            text = f.line()
-            cost = estimate_tokens(text)
-            if used + cost > budget_tokens:
-                break
-            used += cost
-            items.append(RecallItem("fact", f.id, text, cost))
-            fact_lines.append(f"- {text}")
-        if fact_lines:
-            lines += [header, *fact_lines]
-        old_lines = []
-        for f, why in history:
-            text = f"{f.line()} (ended {f.valid_to_text}{why})"
-            cost = estimate_tokens(text)
-            if used + cost > budget_tokens:
-                break
-            used += cost
-            items.append(RecallItem("history", f.id, text, cost))
-            old_lines.append(f"- {text}")
-        if old_lines:
-            lines += ["Earlier (no longer valid at " + when.date().isoformat() + "):", *old_lines]
+        day = when.date().isoformat()
+
+        def pack(kind: Literal["fact", "history"], header: str, entries: list[tuple[str, str]]) -> None:
+            """Facts in order while they fit the budget, under ``header``."""
+            nonlocal used
+            packed = []
+            for cite, text in entries:
+                cost = estimate_tokens(text)
+                if used + cost > budget_tokens:
+                    break
+                used += cost
+                items.append(RecallItem(kind, cite, text, cost))
+                packed.append(f"- {text}")
+            if packed:
+                lines.extend([header, *packed])
+
+        pack("fact", f"Facts (valid at {day}):", [(f.id, f.line()) for f in facts])
+        pack("history", f"Earlier (no longer valid at {day}):",
+             [(f.id, f"{f.line()} (ended {f.valid_to_text}{why})") for f, why in history])
         ep_lines = []
         seen_eps: set[str] = set()
         for hit in hits:
