@@ -100,8 +100,7 @@ class Identity:
                     object_id=keep_id if live.object_id == fold_id else live.object_id,
                     version=live.version + 1,
                 )
-                pred = self._scope.store.predicate_by_id(live.predicate_id)
-                work.place(cand, single=pred is not None and pred.cardinality == "one", keep=live)
+                work.place(cand, single=self._scope.single_valued(live.predicate_id), keep=live)
             closed = [rowid for rowid, _kind, _by in work.closes]
             work.closes = [(rowid, CloseKind.MERGED.value, op_id) for rowid, _k, _b in work.closes]
             uow.flush()

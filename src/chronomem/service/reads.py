@@ -4,7 +4,7 @@ store's tuples into :class:`~chronomem.core.models.Fact` values)."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from ..core import analysis as _analysis
 from ..core.codec import encode_literal, tuples_to_facts
@@ -81,6 +81,12 @@ class FactReads:
         if not ids:
             return []
         return self.run(FactQuery(self._scope.ns_id, fact_ids=list(ids), known_at=known_at))
+
+    def enders(self, facts: Iterable[Fact]) -> dict[str, Fact]:
+        """The facts (believed now) that ``facts`` name in ``invalidated_by``,
+        by id, in one read; an ``invalidated_by`` that is a reason, not a
+        fact id, is simply absent."""
+        return {f.id: f for f in self.by_ids(sorted({f.invalidated_by for f in facts if f.invalidated_by}), None)}
 
     def facts(
         self,

@@ -105,6 +105,11 @@ class Scope:
     def predicate(self, name: object) -> PredicateRecord | None:
         return self.store.predicate(self.ns_id, normalize_key(name, "predicate"))
 
+    def single_valued(self, predicate_id: int) -> bool:
+        """Whether a value of this predicate supersedes the one before it."""
+        pred = self.store.predicate_by_id(predicate_id)
+        return pred is not None and pred.cardinality == "one"
+
     def named(self, row: Row) -> Row:
         """``row`` with its display names, from the store's name caches."""
         ids = [row.subject_id] if row.object_id is None else [row.subject_id, row.object_id]

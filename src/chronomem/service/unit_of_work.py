@@ -123,8 +123,7 @@ class UnitOfWork:
                 # its content stays what it is now (a correction since is kept)
                 cand = live.copy(version=version, rowid=None, valid_to=closed.valid_to,
                                  valid_to_prec=closed.valid_to_prec, invalidated_by=closed.invalidated_by)
-            pred = self.scope.store.predicate_by_id(closed.predicate_id)
-            work.place(cand, single=pred is not None and pred.cardinality == "one", keep=live,
+            work.place(cand, single=self.scope.single_valued(closed.predicate_id), keep=live,
                        keep_kind=CloseKind.RESTORED)
 
 

@@ -218,8 +218,7 @@ class Recaller:
                 latest.setdefault((f.subject, f.predicate), f)
             ended = [f for key, f in latest.items() if key in wanted]
         ended = list({f.id: f for f in ended}.values())  # a fact of two named entities once
-        causes = {f.invalidated_by for f in ended if f.invalidated_by}
-        by = {f.id: f for f in self._reads.by_ids(sorted(causes), None)}
+        by = self._reads.enders(ended)
         out = []
         for f in ended:
             cause = f.invalidated_by

@@ -10,7 +10,7 @@ import os
 import re
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from typing import Any
+from typing import Any, Mapping
 
 from ...core.models import Fact
 from ...core.time import TimeLike, from_us, to_us
@@ -223,7 +223,7 @@ class Search:
             rec = recs[rowid]
             if view == "as_world":
                 facts = [known[fid] for fid in cites.get(rec.id, []) if fid in known]
-                if facts and all(f.valid_to is not None and to_us(f.valid_to) <= at_us for f in facts):
+                if facts and all(_ended(f, at_us) for f in facts):
                     continue  # every fact this evidence supports had ended by `at`
             out_rows.append((rowid, score))
             if len(out_rows) == k:
@@ -231,13 +231,15 @@ class Search:
         tmap: dict[int, list[tuple[int, int, int, str, int]]] = {}
         for t in times:
             tmap.setdefault(t[0], []).append(t)
-        now_facts = {f.id: f for f in self._reads.by_ids(all_ids, None)}
+        # the raw view read them as believed now already
+        now_facts = known if view == "raw" else {f.id: f for f in self._reads.by_ids(all_ids, None)}
+        enders = self._reads.enders(f for f in now_facts.values() if _ended(f, at_us))
         hits: list[Hit] = []
         for rowid, score in out_rows:
             rec = recs[rowid]
             fids = sorted(set(cites.get(rec.id, [])))
             episode = self._episodes.model(rec, times=tmap.get(rowid, []), fact_ids=fids)
-            notes = tuple(self._fact_note(now_facts[fid], at_us) for fid in fids if fid in now_facts)
+            notes = tuple(_fact_note(now_facts[fid], at_us, enders) for fid in fids if fid in now_facts)
             lr, dr = lex_rank.get(rowid), den_rank.get(rowid)
             hits.append(Hit(
                 episode=episode, score=score,
@@ -250,12 +252,15 @@ class Search:
             ))
         return hits
 
-    def _fact_note(self, fact: Fact, at_us: int) -> FactNote:
-        ended = fact.valid_to is not None and to_us(fact.valid_to) <= at_us
-        if not ended:
-            return FactNote(fact=fact, current=True)
-        by: Fact | None = None
-        if fact.invalidated_by:
-            got = self._reads.by_ids([fact.invalidated_by], None)
-            by = got[0] if got else None
-        return FactNote(fact=fact, current=False, ended_at=fact.valid_to, superseded_by=by)
+
+
+def _ended(fact: Fact, at_us: int) -> bool:
+    return fact.valid_to is not None and to_us(fact.valid_to) <= at_us
+
+
+def _fact_note(fact: Fact, at_us: int, enders: Mapping[str, Fact]) -> FactNote:
+    """``fact`` as a hit's note: current at ``at_us``, or ended (and by which fact, from ``enders``)."""
+    if not _ended(fact, at_us):
+        return FactNote(fact=fact, current=True)
+    by = enders.get(fact.invalidated_by) if fact.invalidated_by else None
+    return FactNote(fact=fact, current=False, ended_at=fact.valid_to, superseded_by=by)
