@@ -20,6 +20,8 @@ EXPECTED_ALL = {
     # result types
     "Conflict", "Diff", "DiffChange", "Entity", "Event", "Fact", "Neighbor", "Path", "Predicate", "Provenance",
     "Stats", "Volatility",
+    # what ended a fact version (Fact.ended_by)
+    "CloseKind",
     # evidence
     "Episode", "Hit", "FactNote", "ScoreParts", "Recall", "RecallItem", "SearchConfig", "TimeSpan", "Embedder",
     # errors

@@ -104,7 +104,7 @@ def test_single_valued_truncates_the_earlier_value() -> None:
     assert believed(w) == [("f1", 10, 100, 200), ("f2", 20, 200, MAX_US)]
     assert w.closes == [(1, "superseded", "f2")]
     old = next(r for r in w.result_rows() if r.fact_id == "f1")
-    assert old.version == 2 and old.invalidated_by == "f2"
+    assert old.version == 2 and (old.end_kind, old.invalidated_by, old.end_reason) == ("superseded", "f2", None)
 
 
 def test_single_valued_replaces_a_value_starting_at_the_same_instant() -> None:
@@ -117,7 +117,7 @@ def test_single_valued_replaces_a_value_starting_at_the_same_instant() -> None:
 def test_single_valued_splices_an_out_of_order_arrival() -> None:
     w = work([row("f1", 10, 300, MAX_US, rowid=1)])
     got, _ = w.place(row("f2", 20, 100, MAX_US), single=True)
-    assert (got.valid_from, got.valid_to, got.invalidated_by) == (100, 300, "f1")
+    assert (got.valid_from, got.valid_to, got.invalidated_by, got.end_kind) == (100, 300, "f1", "superseded")
     assert believed(w) == [("f1", 10, 300, MAX_US), ("f2", 20, 100, 300)]
     assert w.closes == []
 
@@ -144,8 +144,10 @@ def test_truncate_and_retract() -> None:
     w = work([stored])
     live = w.find_believed("f1", S, P)
     assert live is not None
-    nxt = w.truncate(live, 500, YEAR, "left")
-    assert (nxt.valid_from, nxt.valid_to, nxt.version, nxt.invalidated_by) == (100, 500, 2, "left")
+    nxt = w.truncate(live, 500, YEAR, reason="left")
+    # the reason is the end's reason; invalidated_by names only a superseding fact
+    assert (nxt.valid_from, nxt.valid_to, nxt.version) == (100, 500, 2)
+    assert (nxt.end_kind, nxt.invalidated_by, nxt.end_reason) == ("invalidated", None, "left")
     assert w.closes == [(7, "invalidated", "left")]
     w.retract(nxt, "wrong")
     assert believed(w) == []

@@ -381,7 +381,7 @@ def test_erasing_a_fact_leaves_no_trace(make_memory: MemoryFactory) -> None:
     merged = mem.add_fact("Kai", "password", secret, "2020", "2021", literal=True, source=f"s3-{TOKEN}")
     assert merged.id in (first.id, later.id)
     folded = later.id if merged.id == first.id else first.id
-    assert mem.versions(folded)[-1].ended_reason == "coalesced"
+    assert mem.versions(folded)[-1].ended_by == "coalesced"
     mem.correct(merged.id, confidence=0.5)
     mem.define_predicate("lives in", "one")
     berlin = mem.add_fact("Kai", "lives in", "Berlin", "2018")

@@ -1,4 +1,4 @@
-"""The relative-time resolver used by the MCP tools."""
+"""The time-phrase resolver (chronomem.core.phrases) that every read basis goes through."""
 
 from __future__ import annotations
 
@@ -59,6 +59,24 @@ def r(text: str, now: _dt.datetime = NOW, tz: str = "UTC") -> tuple[str, str]:
         ("March 2024", "2024-03", "month"),
         ("sept 2021", "2021-09", "month"),
         ("  Last   March ", "2026-03", "month"),
+        ("April 2022", "2022-04", "month"),
+        ("Apr 2022", "2022-04", "month"),
+        ("apr. 2022", "2022-04", "month"),
+        ("April, 2022", "2022-04", "month"),
+        ("Q3 2024", "2024-07", "month"),
+        ("q1 2024", "2024-01", "month"),
+        ("2024 Q3", "2024-07", "month"),
+        ("2024-Q4", "2024-10", "month"),
+        ("2024Q2", "2024-04", "month"),
+        ("this quarter", "2026-10", "month"),
+        ("last quarter", "2026-07", "month"),
+        ("next quarter", "2027-01", "month"),
+        ("2 quarters ago", "2026-05-29", "day"),
+        ("this year", "2026", "year"),
+        ("in 2 hours", "2026-11-30T00:30Z", "minute"),
+        ("in a month", "2026-12-29", "day"),
+        ("in 2 years", "2028-11-29", "day"),
+        ("3 weeks ago", "2026-11-08", "day"),
     ],
 )
 def test_phrases(phrase: str, rendered: str, precision: str) -> None:
@@ -90,8 +108,27 @@ def test_calendar_phrases_use_the_memory_timezone() -> None:
     # 22:30 UTC on the 29th is already the 30th in Tokyo
     assert r("today", tz="Asia/Tokyo") == ("2026-11-30", "day")
     got = resolve_time("today", "t", NOW, get_timezone("Asia/Tokyo"))
-    assert got.point.datetime == _dt.datetime(2026, 11, 29, 15, 0, tzinfo=UTC)
+    assert got.point.datetime == _dt.datetime(2026, 11, 30, tzinfo=UTC)  # a calendar day: its UTC midnight
     assert got.point.precision == Precision.DAY
+
+
+def test_an_iso_value_with_a_wrong_part_says_which_part() -> None:
+    with pytest.raises(InvalidTimeError) as exc:
+        resolve_time("2025-13-45", "as_of", NOW, UTC)
+    assert exc.value.field == "as_of" and "month must be in 1..12" in str(exc.value)
+
+
+def test_now_is_asked_only_for_a_phrase_that_needs_it() -> None:
+    asked: list[int] = []
+
+    def now() -> _dt.datetime:
+        asked.append(1)
+        return NOW
+
+    assert resolve_time("2024-03", "t", now, UTC).render(UTC) == "2024-03"
+    assert resolve_time("Q3 2024", "t", now, UTC).render(UTC) == "2024-07"
+    assert asked == []
+    assert resolve_time("yesterday", "t", now, UTC).render(UTC) == "2026-11-28" and asked == [1]
 
 
 def test_now_keeps_microseconds() -> None:
@@ -101,7 +138,8 @@ def test_now_keeps_microseconds() -> None:
 
 
 @pytest.mark.parametrize("bad", ["someday", "last fortnight", "3 eons ago", "in many days", "", "March",
-                                 "2024-13", "this Monday", "zero days ago"])
+                                 "2024-13", "this Monday", "zero days ago", "Q5 2024", "2024 Q0", "0000 Q1",
+                                 "April 0000", "Smarch 2024", "in 9000 years", "the day after never"])
 def test_unknown_phrases_raise_a_helpful_error(bad: str) -> None:
     with pytest.raises(InvalidTimeError) as exc:
         resolve_time(bad, "valid_from", NOW, UTC)

@@ -80,7 +80,7 @@ def test_migration_0004_keeps_entities_and_moves_ids_past_every_used_one(tmp_pat
         "CREATE TABLE entities (id INTEGER PRIMARY KEY, ns_id INTEGER NOT NULL REFERENCES namespaces(id), "
         "key TEXT NOT NULL, name TEXT NOT NULL, type TEXT, properties TEXT, created_at INTEGER NOT NULL, "
         "UNIQUE (ns_id, key)); INSERT INTO entities SELECT * FROM e3; DROP TABLE e3; "
-        "DELETE FROM sqlite_sequence; DELETE FROM schema_migrations WHERE version >= 4; COMMIT;"
+        "DELETE FROM sqlite_sequence; DELETE FROM schema_migrations WHERE version = 4; COMMIT;"
     )
     con.close()
     with chronomem.open(path) as m:

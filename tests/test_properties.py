@@ -264,6 +264,32 @@ def test_dates_round_trip_in_a_zone(dt: _dt.datetime, prec: Precision, zone: str
     assert period_end(tp, tz=tz).us > tp.us
 
 
+_ZONES = ["UTC", "Asia/Tokyo", "America/New_York", "Europe/Berlin", "Asia/Kolkata", "Pacific/Kiritimati",
+          "Pacific/Pago_Pago", "+05:45", "-03:30"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(dt=st.datetimes(min_value=_dt.datetime(1, 1, 1), max_value=_dt.datetime(9999, 12, 30)),
+       prec=st.sampled_from([Precision.YEAR, Precision.MONTH, Precision.DAY]),
+       writer=st.sampled_from(_ZONES), reader=st.sampled_from(_ZONES))
+def test_a_partial_time_reads_as_written_in_any_zone_pair(dt: _dt.datetime, prec: Precision, writer: str,
+                                                           reader: str) -> None:
+    """A partial time is a calendar value: the writer's zone does not move it,
+    the reader's zone does not change how it reads, and the period after it
+    is the same for both (also for a ``date``, and at years 1 and 9999)."""
+    from chronomem.core.time import get_timezone
+
+    w, r = get_timezone(writer), get_timezone(reader)
+    text = written(dt, prec)
+    tp = parse_time(text, tz=w)
+    assert tp == parse_time(text, tz=r) and tp.render(r) == tp.render(w) == text
+    if prec == Precision.DAY:
+        assert parse_time(dt.date(), tz=w) == tp
+    last = dt.year == 9999 and (prec == Precision.YEAR or (prec == Precision.MONTH and dt.month == 12))
+    if not last:  # the period after 9999 (or 9999-12) is out of range
+        assert period_end(tp, tz=w) == period_end(text, tz=r)
+
+
 @settings(max_examples=200, deadline=None)
 @given(dt=datetimes, prec=precisions)
 def test_period_end_is_the_start_of_the_next_period(dt: _dt.datetime, prec: Precision) -> None:

@@ -17,7 +17,7 @@ from chronomem.store.sql.episodes import EpisodeSQL
 # the attributes of EpisodeSQL that are pieces a caller joins, not statements
 _PIECES = {
     "in_ns", "times_head", "time_values", "episodes_head", "list_episodes_tail",
-    "episode_times_head", "episode_times_tail", "citing_head", "citing_sources",
+    "episode_times_head", "episode_times_tail", "citing_head", "citing_sources", "not_superseded_known",
 }
 
 
@@ -27,6 +27,12 @@ def _statements(store: Any, sql: EpisodeSQL) -> dict[str, tuple[str, list[Any]]]
     out = {k: (v, [None] * v.count(ph)) for k, v in vars(sql).items() if isinstance(v, str) and k not in _PIECES}
     where, params = sql.where(EpisodeFilter(1, recorded_by=2, not_superseded_at=3, session="s", since=4, until=5))
     assert len(where) == 7 and params == [1, 2, 3, "s", 4, 5]
+    # the as_world view as known at a time: supersessions recorded by then only
+    kwhere, kparams = sql.where(EpisodeFilter(1, recorded_by=2, occurred_by=6, not_superseded_at=6,
+                                              supersessions_recorded_by=2))
+    assert len(kwhere) == 5 and kparams == [1, 2, 6, 6, 2] and sql.not_superseded_known in kwhere
+    out["list_episodes/known"] = (sql.episodes_head + " AND ".join(kwhere) + sql.list_episodes_tail,
+                                  [*kparams, 10, 0])
     out["list_episodes"] = (sql.episodes_head + " AND ".join(where) + sql.list_episodes_tail, [*params, 10, 0])
     out["insert_times"] = (sql.times_head + ", ".join([sql.time_values] * 2), [1, 2, 3, "p", 4] * 2)
     for n in (1, 3):

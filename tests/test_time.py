@@ -66,7 +66,8 @@ def test_parse_iso_strings(text: str, expected: _dt.datetime, precision: Precisi
 def test_parse_reads_strings_without_offset_in_the_given_zone() -> None:
     assert parse_time("2024-07-01T12:00", tz=BERLIN).datetime == utc(2024, 7, 1, 10)
     assert parse_time("2024-01-01T12:00", tz=BERLIN).datetime == utc(2024, 1, 1, 11)
-    assert parse_time("2024", tz=BERLIN).datetime == utc(2023, 12, 31, 23)
+    assert parse_time("2024", tz=BERLIN).datetime == utc(2024, 1, 1)  # a calendar value: no zone
+    assert parse_time("2024-03-05", tz=BERLIN).datetime == utc(2024, 3, 5)
     assert parse_time("2024-07-01T12:00Z", tz=BERLIN).datetime == utc(2024, 7, 1, 12)
 
 
@@ -79,7 +80,7 @@ def test_parse_datetimes_and_dates() -> None:
     assert parse_time(_dt.datetime(2024, 3, 5, 10, 0, 0, 1)).precision is Precision.MICROSECOND
     d = parse_time(_dt.date(2024, 3, 5))
     assert (d.datetime, d.precision) == (utc(2024, 3, 5), Precision.DAY)
-    assert parse_time(_dt.date(2024, 3, 5), tz=BERLIN).datetime == utc(2024, 3, 4, 23)
+    assert parse_time(_dt.date(2024, 3, 5), tz=BERLIN).datetime == utc(2024, 3, 5)  # a date is a calendar day
 
 
 def test_parse_timepoint_is_identity() -> None:
@@ -153,8 +154,19 @@ def test_render_parse_round_trip(text: str) -> None:
 
 def test_timepoint_render_in_zone() -> None:
     tp = parse_time("2024-03", tz=BERLIN)
-    assert tp.render(BERLIN) == "2024-03"
-    assert tp.render() == "2024-02"  # the same instant is still February in UTC
+    assert tp.render(BERLIN) == tp.render() == "2024-03"  # a calendar value reads the same in every zone
+    instant = parse_time("2024-03-01T00:00", tz=BERLIN)
+    assert instant.render(BERLIN) == "2024-03-01T00:00+01:00" and instant.render() == "2024-02-29T23:00Z"
+
+
+def test_a_partial_time_off_its_utc_boundary_renders_in_the_readers_zone() -> None:
+    """Older versions stored "2024-03" written in Berlin at Berlin's month
+    start. The writer's zone was not stored: a reader in that zone still
+    reads it as written; the UTC boundary rule cannot apply to it."""
+    legacy = to_us(_dt.datetime(2024, 3, 1, tzinfo=BERLIN))
+    assert format_us(legacy, Precision.MONTH, BERLIN) == "2024-03"
+    assert format_us(legacy, Precision.MONTH) == "2024-02"
+    assert period_end(TimePoint(legacy, Precision.MONTH), tz=BERLIN).datetime == _dt.datetime(2024, 4, 1, tzinfo=BERLIN)
 
 
 # -- instants and sentinels --------------------------------------------------------------
@@ -224,12 +236,17 @@ def test_period_end_accepts_dates_and_timepoints() -> None:
     assert str(period_end(parse_time("2011-12"))) == "2012-01"
 
 
-def test_period_end_in_a_zone_across_dst() -> None:
-    # 2024-03-31 is 23 hours long in Berlin; the next day still starts at local midnight
+def test_period_end_of_a_calendar_value_ignores_the_zone() -> None:
+    # 2024-03-31 is 23 hours long in Berlin, but a calendar day is a UTC day in every zone
     end = period_end("2024-03-31", tz="Europe/Berlin")
-    assert end.datetime == _dt.datetime(2024, 4, 1, tzinfo=BERLIN)
-    assert end.datetime - parse_time("2024-03-31", tz=BERLIN).datetime == _dt.timedelta(hours=23)
-    assert period_end("2024-12", tz=BERLIN).datetime == _dt.datetime(2025, 1, 1, tzinfo=BERLIN)
+    assert end.datetime == utc(2024, 4, 1) and str(end) == "2024-04-01"
+    assert period_end("2024-12", tz=BERLIN).datetime == utc(2025, 1, 1)
+
+
+def test_period_end_of_an_instant_across_dst() -> None:
+    # the hour after 01:00 UTC on the DST switch: a plain hour, whatever the wall clock does
+    end = period_end("2024-03-31T01", tz="Europe/Berlin")
+    assert end.datetime == utc(2024, 3, 31, 1) and end.precision is Precision.HOUR
 
 
 def test_period_end_bad_value_names_field() -> None:
@@ -322,12 +339,13 @@ def test_system_clock_is_aware_utc_now() -> None:
 def test_the_day_fast_path_reads_every_date_as_the_general_parser_does(day: _dt.date, tz: _dt.tzinfo) -> None:
     """"YYYY-MM-DD" takes a fast path; with a leading space the same text
     takes the general ISO parser. Both give the same instant and precision
-    (midnight in ``tz``), also across DST changes."""
+    (UTC midnight: a calendar day, whatever ``tz``), as a ``date`` does."""
     text = f"{day.year:04d}-{day.month:02d}-{day.day:02d}"
     fast = parse_time(text, "t", tz)
     assert fast == parse_time(" " + text, "t", tz)
     assert fast.precision == Precision.DAY
-    assert fast.us == to_us(_dt.datetime(day.year, day.month, day.day, tzinfo=tz))
+    assert fast.us == to_us(_dt.datetime(day.year, day.month, day.day, tzinfo=UTC)) == parse_time(day, "t", tz).us
+    assert fast.render(tz) == text
 
 
 @pytest.mark.parametrize("text", ["2025-13-45", "2025-02-30", "0000-01-01", "2021-W01-1", "2025-1x-01"])

@@ -96,9 +96,21 @@ def test_search_views_and_at(client: Client, world: tuple[Memory, Ids]) -> None:
     html = client.get("/search", params={**q, "view": "raw"}).text
     assert "superseded</span> by" in html and f'href="/episode/{ids.meet_new}"' in html
     assert '<option selected>raw</option>' in html
-    # before the update was recorded, the world view still holds the old plan
+    # before the update was said, the world view still holds the old plan (the
+    # view is on the valid axis: what had been said by `at`, as known now)
     before = client.get("/search.json", params={**q, "view": "as_world", "at": "2024-10-03"}).json()
-    assert before["basis"]["at"].startswith("2024-10-03") and hit_ids(before) == [ids.meet_old]
+    assert before["basis"]["at"].startswith("2024-10-03") and before["basis"]["known_at"] is None
+    assert ids.meet_old in hit_ids(before) and ids.meet_new not in hit_ids(before)
+    # after it was said, as known once it was recorded: only the new plan; as
+    # known before the supersession was recorded (2025-01-01): the old one still
+    after = client.get("/search.json", params={**q, "view": "as_world", "at": "2024-10-07"}).json()
+    assert ids.meet_new in hit_ids(after) and ids.meet_old not in hit_ids(after)
+    unaware = client.get("/search.json", params={**q, "view": "as_world", "at": "2024-10-07",
+                                                 "known_at": "2024-12-31"}).json()
+    assert unaware["basis"]["known_at"].startswith("2024-12-31")
+    assert {ids.meet_old, ids.meet_new} <= set(hit_ids(unaware))
+    assert 'name="known_at" value="2024-12-31' in client.get(
+        "/search", params={**q, "view": "as_world", "at": "2024-10-07", "known_at": "2024-12-31"}).text
     recorded = client.get("/search.json", params={**q, "view": "as_recorded", "at": "2024-10-07"}).json()
     assert set(hit_ids(recorded)) == {ids.meet_old, ids.meet_new}
     nothing = client.get("/search.json", params={**q, "view": "as_recorded", "at": "2019"}).json()
@@ -210,6 +222,8 @@ def test_api_search_and_get_episode(client: Client, world: tuple[Memory, Ids]) -
     data = client.get("/api/search", params={"q": "design review meeting", "view": "raw", "k": "5"}).json()
     assert data["basis"]["view"] == "raw" and data["basis"]["k"] == 5
     assert {ids.meet_old, ids.meet_new} <= set(hit_ids(data))
+    # the API answer is the page's twin plus the echo of the times it resolved (none given here)
+    assert data.pop("times") == {}
     assert data == client.get("/search.json", params={"q": "design review meeting", "view": "raw", "k": "5"}).json()
     assert "q" in err(client.get("/api/search"), 400, "InvalidInputError")["message"]
     err(client.get("/api/search", params={"q": "   "}), 400, "InvalidInputError")

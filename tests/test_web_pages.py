@@ -73,7 +73,7 @@ def test_entity_page_and_twin(client: Client) -> None:
     assert corrected == {"Globex"}
     alice = next(b for b in data["timeline"]["bars"] if b["label"] == "Alice")
     assert alice["ended_by"] == "superseded" and alice["end_us"] is not None
-    assert {f["object"] for f in data["current"]} == {"Bob", "Paris", "Dave", "Erin"}
+    assert {f["object"] for f in data["valid_at_basis"]} == {"Bob", "Paris", "Dave", "Erin"}
     assert data["history"] and data["history"][0]["system_from"] >= data["history"][-1]["system_from"]
     assert "founded" in html and "ACME Corp" in html and 'class="cursor"' in html
     # bars link to the fact's other entity; a literal would have no link
@@ -86,16 +86,24 @@ def test_entity_page_and_twin(client: Client) -> None:
 def test_entity_as_of_and_known_at(client: Client, mem: Memory) -> None:
     html, data = twin(client, "/entity/Acme?as_of=2019")
     assert data["basis"]["as_of"] == "2019"
-    assert {f["object"] for f in data["current"]} == {"Alice", "Paris", "Globex", "Dave"}
+    assert {f["object"] for f in data["valid_at_basis"]} == {"Alice", "Paris", "Globex", "Dave"}
     status = {b["label"]: b["status"] for b in data["timeline"]["bars"]}
     assert status["Alice"] == "current" and status["Bob"] == "future" and status["Erin"] == "future"
     assert "as of <b>2019</b>" in html
+    # statuses speak of the basis: "valid at 2019", never "valid now" (Fact.current keeps meaning "true now")
+    assert {f["status_at_basis"] for f in data["valid_at_basis"]} == {"valid"}
+    assert {f["object"]: f["current"] for f in data["valid_at_basis"]}["Alice"] is False
+    assert "<h2>Facts valid at 2019 (4)</h2>" in html and '<span class="tag valid">valid at 2019</span>' in html
+    assert "valid now" not in html
     # before Carol was retracted, she was believed CEO from 2021 and there was no advisor yet
     carol = next(f for f in mem.history("Acme") if f.object == "Carol")
     known = carol.system_from.isoformat()
     data = client.get("/entity/Acme.json", params={"known_at": known, "as_of": "2021-06"}).json()
     assert data["basis"]["known_at"] is not None
-    assert {f["object"] for f in data["current"]} >= {"Carol"}
+    assert {f["object"] for f in data["valid_at_basis"]} >= {"Carol"}
+    # retracted later, but believed at known_at: labelled as it was then
+    carol_then = next(f for f in data["valid_at_basis"] if f["object"] == "Carol")
+    assert carol_then["believed_at_basis"] is True and carol_then["status_at_basis"] == "valid"
     labels = {b["label"]: b["status"] for b in data["timeline"]["bars"]}
     assert labels["Carol"] == "current" and "Dave" not in labels
 

@@ -7,6 +7,7 @@
 
 from ._open import open
 from .core.models import (
+    CloseKind,
     Conflict,
     Diff,
     DiffChange,
@@ -54,6 +55,7 @@ __all__ = [
     "AliasConflictError",
     "CardinalityError",
     "ChronomemError",
+    "CloseKind",
     "ConfirmationRequiredError",
     "Conflict",
     "ConflictError",

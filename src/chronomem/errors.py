@@ -74,12 +74,14 @@ class InvalidInputError(ChronomemError, ValueError):
 class InvalidTimeError(InvalidInputError):
     """A time value could not be read.
 
-    ``value`` is what was given and ``field`` the parameter it was given for.
+    ``value`` is what was given, ``field`` the parameter it was given for and
+    ``why`` what was wrong with it.
     """
 
     def __init__(self, value: object, field: str, why: str = "") -> None:
         self.value = value
         self.field = field
+        self.why = why
         msg = f"invalid time for {field}: {value!r}"
         if why:
             msg += f" ({why})"

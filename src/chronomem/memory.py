@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any, Callable, Concatenate, Generic, ParamSpec, TypeVar, overload
 
+from .core.phrases import ResolvedTime
 from .core.time import TimeLike, TimePoint, get_timezone, timezone_name
 from .errors import InvalidInputError
 from .service.analyses import Analyses
@@ -124,8 +125,22 @@ class Memory:
         return self._scope.store_now()
 
     def parse_time(self, value: TimeLike, field: str = "time") -> TimePoint:
-        """Read a time value in this memory's timezone (see :mod:`chronomem.core.time`)."""
+        """Read a time value in this memory's timezone, strictly: ISO-8601,
+        partial dates and typed values, as writes read them (see
+        :mod:`chronomem.core.time`)."""
         return self._scope.parse_time(value, field)
+
+    def resolve_time(self, text: TimeLike, field: str = "at", *, now: _dt.datetime | None = None) -> ResolvedTime:
+        """Read a time as every read basis (``as_of``, ``known_at``, ``at``,
+        ``since``, ...) is read: what :meth:`parse_time` reads, plus time
+        phrases ("now", "yesterday", "3 days ago", "last March", "April 2022",
+        "Q3 2024"; see :mod:`chronomem.core.phrases`) resolved against the
+        store clock (:meth:`now`, or ``now`` if given) in this memory's
+        timezone. Returns the :class:`~chronomem.core.phrases.ResolvedTime`
+        (``text``, ``point``, ``relative``); raises
+        :class:`~chronomem.errors.InvalidTimeError` naming ``field``. Writes
+        (``valid_from``, ``occurred_at``, ...) never take phrases."""
+        return self._scope.resolve_time(text, field, now)
 
     # -- facts: writes (service/facts.py) --------------------------------
     add_fact = _Service("_writes", FactWrites.add_fact)

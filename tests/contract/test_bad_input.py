@@ -38,6 +38,12 @@ WRITE_CASES: list[tuple[str, Call, type[ChronomemError]]] = [
     ("bad valid_from", lambda m: m.add_fact("Ana", "works_at", "Nimbus", "2025-13-45"), InvalidTimeError),
     ("bad valid_to", lambda m: m.add_fact("Ana", "works_at", "Nimbus", "2020", "soon"), InvalidTimeError),
     ("int time", lambda m: m.add_fact("Ana", "works_at", "Nimbus", 2020), InvalidTimeError),  # type: ignore[arg-type]
+    # written times stay strict: a stored "yesterday" would be another fact each day (phrases are for reads)
+    ("phrase valid_from", lambda m: m.add_fact("Ana", "works_at", "Nimbus", "yesterday"), InvalidTimeError),
+    ("phrase valid_to", lambda m: m.add_fact("Ana", "works_at", "Nimbus", "2020", "next year"), InvalidTimeError),
+    ("phrase ended", lambda m: m.invalidate("Kai", "works_at", "Acme", ended="last March"), InvalidTimeError),
+    ("phrase correct", lambda m: m.correct(m.facts("Kai")[0].id, valid_from="April 2019"), InvalidTimeError),
+    ("phrase occurred_at", lambda m: m.add_episode("hi", occurred_at="yesterday"), InvalidTimeError),
     ("reversed interval", lambda m: m.add_fact("Ana", "works_at", "Nimbus", "2021", "2020"), InvalidIntervalError),
     ("empty interval", lambda m: m.add_fact("Ana", "works_at", "Nimbus", "2021", "2021"), InvalidIntervalError),
     # names
@@ -107,7 +113,11 @@ READ_CASES: list[tuple[str, Call, type[ChronomemError]]] = [
     ("bad direction", lambda m: m.facts("Kai", direction="up"), InvalidInputError),
     ("bad history direction", lambda m: m.history("Kai", direction="up"), InvalidInputError),
     ("bad limit", lambda m: m.facts(limit=-1), InvalidInputError),
-    ("bad as_of", lambda m: m.facts(as_of="yesterday"), InvalidTimeError),
+    # read bases take time phrases ("yesterday", "April 2022"): only a truly bad value is an error
+    ("bad as_of", lambda m: m.facts(as_of="the day after never"), InvalidTimeError),
+    ("bad as_of date", lambda m: m.facts(as_of="2025-13-45"), InvalidTimeError),
+    ("bad diff phrase", lambda m: m.diff("2020", "someday"), InvalidTimeError),
+    ("bad between phrase", lambda m: m.between("this Monday", "2021"), InvalidTimeError),
     ("bad known_at", lambda m: m.facts(known_at=[2020]), InvalidTimeError),  # type: ignore[arg-type]
     ("int subject", lambda m: m.facts(7), InvalidNameError),  # type: ignore[arg-type]
     ("between reversed", lambda m: m.between("2021", "2020"), InvalidIntervalError),

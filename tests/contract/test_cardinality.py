@@ -81,7 +81,7 @@ def test_value_starting_at_the_same_instant_replaces_the_old(acme: Memory) -> No
     assert valid_objects_at(acme, "Acme", "ceo", "2021") == ["Bob"]
     assert [f.id for f in acme.facts("Acme", "ceo")] == [b.id]
     hist = acme.history("Acme", "ceo")
-    assert any(h.id == a.id and h.ended_reason == "superseded" for h in hist)
+    assert any(h.id == a.id and h.ended_by == "superseded" and h.ended_reason is None for h in hist)
 
 
 def test_bounded_value_inside_an_open_one(acme: Memory) -> None:

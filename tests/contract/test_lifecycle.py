@@ -24,7 +24,7 @@ def test_invalidate_closes_the_valid_interval(mem: Memory) -> None:
     g = mem.invalidate("Kai", "works_at", "Orion", ended="2023-05", reason="left")
     assert g.id == f.id and g.version == f.version + 1
     assert g.valid_to == utc(2023, 5) and g.valid_to_text == "2023-05"
-    assert g.invalidated_by == "left"
+    assert (g.ended_by, g.ended_reason, g.invalidated_by) == ("invalidated", "left", None)
     assert valid_objects_at(mem, "Kai", "works_at", "2023-04") == ["Orion"]
     assert valid_objects_at(mem, "Kai", "works_at", "2023-05") == []
 
@@ -113,7 +113,7 @@ def test_invalidate_fact_closes_the_valid_interval(mem: Memory) -> None:
     g = mem.invalidate_fact(f.id, "2023-05", reason="left")
     assert g.id == f.id and g.version == f.version + 1
     assert g.valid_to == utc(2023, 5) and g.valid_to_text == "2023-05"
-    assert g.invalidated_by == "left" and g.system_to is None
+    assert (g.ended_by, g.ended_reason, g.invalidated_by) == ("invalidated", "left", None) and g.system_to is None
     assert valid_objects_at(mem, "Kai", "works_at", "2023-04") == ["Orion"]
     assert valid_objects_at(mem, "Kai", "works_at", "2023-05") == []
     assert mem.fact(f.id) == g
@@ -128,7 +128,7 @@ def test_invalidate_fact_gives_what_invalidate_gives(make_memory: MemoryFactory,
     skip = {"id", "system_from", "system_to", "namespace"}
     assert {k: v for k, v in g.to_dict().items() if k not in skip} == \
         {k: v for k, v in h.to_dict().items() if k not in skip}
-    assert g.invalidated_by == "invalidated"
+    assert (g.ended_by, g.ended_reason, g.invalidated_by) == ("invalidated", None, None)
 
 
 def test_invalidate_fact_defaults_to_now(mem: Memory) -> None:
@@ -318,7 +318,7 @@ def test_retract_returns_the_retracted_version(mem: Memory) -> None:
     r = mem.retract(f.id, reason="hallucinated")
     assert r.id == f.id and r.object == "Oslo"
     assert r.system_to is not None
-    assert r.ended_reason == "retracted"
+    assert (r.ended_by, r.ended_reason) == ("retracted", "hallucinated")
     assert mem.stats().retracted == 1
     assert mem.stats().facts == 0
 

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from chronomem import InvalidInputError, Memory
+from chronomem import InvalidInputError, Memory, Precision, TimePoint
+from chronomem.core.time import to_us
 
 from ._helpers import snapshot, utc
 
@@ -66,9 +67,22 @@ def test_filter_by_literal_object(mem: Memory) -> None:
     assert [f.subject for f in mem.facts(predicate="age", object=30)] == ["Kai"]
 
 
-def test_date_literal_reads_back_as_its_instant(mem: Memory) -> None:
+def test_date_literal_reads_back_as_a_date(mem: Memory) -> None:
     f = mem.add_fact("Kai", "born", _dt.date(1990, 4, 2))
-    assert f.literal and f.object == utc(1990, 4, 2)
+    assert f.literal and f.object == _dt.date(1990, 4, 2) and type(f.object) is _dt.date
+    assert f.line().startswith("Kai -born-> 1990-04-02 ") and f.to_dict()["object"] == "1990-04-02"
+    (again,) = mem.facts("Kai", "born", _dt.date(1990, 4, 2))
+    assert again.id == f.id and type(again.object) is _dt.date
+
+
+def test_datetime_and_timepoint_literals_print_as_times(mem: Memory) -> None:
+    when = mem.add_fact("Kai", "seen", utc(2020, 5, 17, 8, 30))
+    assert when.object_text == "2020-05-17T08:30:00Z" and json.dumps(when.to_dict())
+    month = mem.add_fact("Kai", "joined", TimePoint(to_us(utc(2020, 5, 1)), Precision.MONTH))
+    assert month.object == TimePoint(to_us(utc(2020, 5, 1)), Precision.MONTH)
+    assert month.object_text == "2020-05" and month.to_dict()["object"] == "2020-05"
+    assert mem.add_fact("Kai", "age", 30).object_text == "30"
+    assert mem.add_fact("Kai", "note", "hi", literal=True).object_text == "'hi'"
 
 
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, [1], {"a": 1}, object(), b"bytes"],

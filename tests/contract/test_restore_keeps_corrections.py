@@ -21,7 +21,7 @@ def test_retracting_the_cutter_keeps_a_correction_of_the_cut_value(mem: Memory) 
     mem.retract(carol.id)
     assert _ceo(mem) == [("Alice", 2014, None)]
     restored = mem.fact(alice.id)
-    assert restored.invalidated_by is None and restored.ended_reason is None
+    assert restored.invalidated_by is None and restored.ended_reason is None and restored.ended_by is None
 
 
 def test_retracting_the_cutter_restores_an_uncorrected_value_as_before(mem: Memory) -> None:
@@ -40,4 +40,5 @@ def test_the_timeline_shows_a_restored_value_as_it_is_believed_again(mem: Memory
     mysql = mem.add_fact("Atlas", "database", "MySQL", "2024-01")
     mem.retract(mysql.id)
     (restored,) = [e for e in mem.timeline("Atlas") if e.kind == "restored"]
-    assert restored.text == "restored: Atlas -database-> PostgreSQL [2020, …) (was [2020, 2024-01))"
+    assert restored.text == ("restored: Atlas -database-> PostgreSQL [2020, …) after the retraction of "
+                             "MySQL [2024-01, …) (was [2020, 2024-01))")

@@ -53,7 +53,7 @@ def test_correction_keeps_the_old_version_readable(mem: Memory) -> None:
     old = mem.fact(f.id, known_at=f.system_from)
     assert old.object == "Oslo" and old.version == f.version
     assert old.system_to == g.system_from
-    assert old.ended_reason == "corrected"
+    assert old.ended_by == "corrected" and old.ended_reason is None
 
 
 def test_correction_does_not_change_valid_time_history(mem: Memory) -> None:
@@ -86,7 +86,7 @@ def test_retraction_keeps_history_but_current_reads_do_not_see_it(mem: Memory) -
     # history and known_at still see it
     hist = mem.history("Kai")
     assert [(h.id, h.object) for h in hist] == [(f.id, "Oslo")]
-    assert hist[0].system_to is not None and hist[0].ended_reason == "retracted"
+    assert hist[0].system_to is not None and (hist[0].ended_by, hist[0].ended_reason) == ("retracted", "typo")
     assert valid_objects_at(mem, "Kai", "lives_in", "2020", known_at=f.system_from) == ["Oslo"]
     assert mem.fact(f.id, known_at=f.system_from).object == "Oslo"
 

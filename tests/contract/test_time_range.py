@@ -35,21 +35,26 @@ def test_a_time_past_the_range_is_refused_before_anything_is_written(
 
 
 def test_the_zone_shift_decides(make_memory: MemoryFactory) -> None:
-    """East of UTC, "0001" is still year 0 in UTC, and west of it the last
-    hour of 9999 is already year 10000: refused. The same local times on the
-    other side of UTC are stored and read back."""
+    """East of UTC, midnight of 0001-01-01 is still year 0 in UTC, and west of
+    it the last hour of 9999 is already year 10000: refused. The same local
+    times on the other side of UTC are stored and read back. A partial date is
+    a calendar value with no zone shift: "0001" and "9999-12-31" are stored in
+    every zone."""
     tokyo, new_york = make_memory(timezone="Asia/Tokyo"), make_memory(timezone="America/New_York")
     with pytest.raises(InvalidTimeError):
-        tokyo.add_fact("Rome", "founded_in", "Italy", "0001")
+        tokyo.add_fact("Rome", "founded_in", "Italy", "0001-01-01T00:00")
     with pytest.raises(InvalidTimeError):
         new_york.add_fact("Rome", "founded_in", "Italy", "2020", "9999-12-31T23:00")
     assert tokyo.facts("Rome") == []
-    early = new_york.add_fact("Rome", "founded_in", "Italy", "0001")
+    early = new_york.add_fact("Rome", "founded_in", "Italy", "0001-01-01T00:00")
     assert early.valid_from is not None and early.valid_from.year == 1 and early.valid_from.hour == 4  # LMT -4:56
+    calendar = tokyo.add_fact("Troy", "founded_in", "Anatolia", "0001", "9999-12-31")
+    assert calendar.valid_from == _dt.datetime(1, 1, 1, tzinfo=_dt.timezone.utc)
+    assert calendar.interval_text == new_york.facts("Troy")[0].interval_text == "[0001, 9999-12-31)"
     late = tokyo.add_fact("Carthage", "founded_in", "Tunisia", "2020", "9999-12-31T23:00")
     assert late.valid_to == _dt.datetime(9999, 12, 31, 14, 0, tzinfo=_dt.timezone.utc)
     for reader in (tokyo, new_york, make_memory()):
-        assert {f.subject for f in reader.facts(as_of="2021")} == {"Rome", "Carthage"}
+        assert {f.subject for f in reader.facts(as_of="2021")} == {"Rome", "Carthage", "Troy"}
 
 
 def test_the_last_microsecond_each_way_is_stored_and_read_in_every_zone(make_memory: MemoryFactory) -> None:
@@ -70,8 +75,9 @@ def test_a_read_outside_the_range_is_a_typed_error(make_memory: MemoryFactory, p
     mem = make_memory(timezone="Asia/Tokyo")
     mem.add_fact("Rome", "founded_in", "Italy", "2020")
     with pytest.raises(InvalidTimeError) as err:
-        mem.facts("Rome", **{param: "0001"})
+        mem.facts("Rome", **{param: "0001-01-01T00:00"})  # 0000-12-31T15:00Z
     assert err.value.field == param
+    assert mem.facts("Rome", **{param: "0001"}) == []  # the calendar year 1 is in range
 
 
 def test_now_never_lags_the_stores_stamps(make_memory: MemoryFactory) -> None:

@@ -29,15 +29,18 @@ __all__ = ["conflicts", "decay", "diff", "fact_bars", "neighbors", "paths", "tim
 
 
 def _obj(f: Fact) -> str:
-    return repr(f.object) if f.literal else str(f.object)
+    return f.object_text
 
 
 def _stmt(f: Fact) -> str:
     return f"{f.subject} -{f.predicate}-> {_obj(f)}"
 
 
-def timeline(versions: Sequence[Fact], start: int | None, end: int | None) -> list[Event]:
-    """Events from every version of the facts touching one entity."""
+def timeline(versions: Sequence[Fact], start: int | None, end: int | None,
+             enders: Mapping[str, Fact] | None = None) -> list[Event]:
+    """Events from every version of the facts touching one entity.
+    ``enders``: the facts (by id) that superseded them, for those that do not
+    touch the entity themselves (``Acme -ceo-> Bob`` in Alice's timeline)."""
     by_id: dict[str, list[Fact]] = defaultdict(list)
     for f in versions:
         by_id[f.id].append(f)
@@ -50,33 +53,32 @@ def timeline(versions: Sequence[Fact], start: int | None, end: int | None) -> li
         for v in vs:
             if v.system_to is None:
                 continue
-            kind = v.ended_reason or "closed"
+            kind = v.ended_by
             nxt = next((w for w in vs if w.version > v.version), None)
+            why = f": {v.ended_reason}" if v.ended_reason else ""
             if kind == CloseKind.CORRECTED and nxt is not None:
-                text = f"corrected: {_stmt(v)} {v.interval_text} -> {_stmt(nxt)} {nxt.interval_text}"
+                text = f"corrected: {_stmt(v)} {v.interval_text} -> {_stmt(nxt)} {nxt.interval_text}{why}"
             elif kind == CloseKind.RETRACTED:
-                text = f"retracted: {_stmt(v)} {v.interval_text}"
+                text = f"retracted: {_stmt(v)} {v.interval_text}{why}"
             elif kind == CloseKind.COALESCED:
                 text = f"coalesced: {_stmt(v)} {v.interval_text} joined with another record"
             elif kind in (CloseKind.SUPERSEDED, CloseKind.INVALIDATED) and nxt is not None:
                 continue  # shown as the valid-time 'ended' of the successor
             elif kind == CloseKind.RESTORED and nxt is not None:
                 # the value is believed again as the next version says, not as the cut one was
-                text = f"restored: {_stmt(nxt)} {nxt.interval_text} (was {v.interval_text})"
+                text = (f"restored: {_stmt(nxt)} {nxt.interval_text}{_restored_after(v, by_id)}"
+                        f" (was {v.interval_text})")
             else:
-                text = f"{kind}: {_stmt(v)} {v.interval_text}"
-            events.append(Event(v.system_to, kind, "system", fid, text, v))
+                text = f"{kind or 'closed'}: {_stmt(v)} {v.interval_text}{why}"
+            events.append(Event(v.system_to, kind.value if kind else "closed", "system", fid, text, v))
         live = [v for v in vs if v.system_to is None]
         for v in live:
             if v.valid_from is not None:
                 events.append(Event(v.valid_from, "started", "valid", fid, f"started: {_stmt(v)}", v,
                                     v.valid_from_precision))
             if v.valid_to is not None:
-                why = ""
-                if v.invalidated_by:
-                    by = by_id.get(v.invalidated_by)
-                    why = f" (by {_obj(by[-1]) if by else v.invalidated_by})"
-                events.append(Event(v.valid_to, "ended", "valid", fid, f"ended: {_stmt(v)}{why}", v,
+                events.append(Event(v.valid_to, "ended", "valid", fid,
+                                    f"ended: {_stmt(v)} {v.interval_text}{_end_cause(v, by_id, enders or {})}", v,
                                     v.valid_to_precision))
     if start is not None:
         events = [e for e in events if to_us(e.at) >= start]
@@ -85,6 +87,31 @@ def timeline(versions: Sequence[Fact], start: int | None, end: int | None) -> li
     order = {"started": 0, "ended": 0, "recorded": 1}
     events.sort(key=lambda e: (e.at, order.get(e.kind, 2), e.fact_id))
     return events
+
+
+def _end_cause(v: Fact, by_id: Mapping[str, Sequence[Fact]], enders: Mapping[str, Fact]) -> str:
+    """What cut a believed version's valid interval short, as the tail of its
+    'ended' sentence: ``": superseded by Bob"``, ``": resigned"``,
+    ``": invalidated"`` (no reason given); nothing for an end written with the fact."""
+    if v.ended_by == CloseKind.SUPERSEDED:
+        fid = v.invalidated_by or ""
+        by = by_id.get(fid)
+        later = by[-1] if by else enders.get(fid)
+        return f": superseded by {_obj(later) if later is not None else fid or 'a later value'}"
+    if v.ended_by == CloseKind.INVALIDATED:
+        return f": {v.ended_reason or 'invalidated'}"
+    return ""
+
+
+def _restored_after(v: Fact, by_id: Mapping[str, Sequence[Fact]]) -> str:
+    """What gave a cut version its interval back (``v`` was closed as
+    restored): the retraction or correction of the fact that had cut it,
+    which closed in the same write. Nothing if that fact is gone (erased)."""
+    for w in by_id.get(v.invalidated_by or "", ()):
+        if w.system_to == v.system_to and w.ended_by in (CloseKind.RETRACTED, CloseKind.CORRECTED):
+            what = "retraction" if w.ended_by == CloseKind.RETRACTED else "correction"
+            return f" after the {what} of {_obj(w)} {w.interval_text}"
+    return ""
 
 
 def _believed(versions: Sequence[Fact], known: int | None) -> Fact | None:
@@ -111,7 +138,7 @@ def fact_bars(entity: str, versions: Iterable[Fact], known: int | None, cursor: 
     for vs in by_id.values():
         vs.sort(key=lambda v: v.version)
     retracted = {fid for fid, vs in by_id.items()
-                 if _believed(vs, known) is None and vs[-1].ended_reason == CloseKind.RETRACTED}
+                 if _believed(vs, known) is None and vs[-1].ended_by == CloseKind.RETRACTED}
     bars = [b for vs in by_id.values() if (b := _bar(entity, vs, known, cursor, retracted)) is not None]
     bars.sort(key=lambda b: (b.group.startswith("←"), b.group, to_us(b.start) if b.start is not None else -(2**63),
                              b.fact_id))
@@ -124,23 +151,26 @@ def _bar(entity: str, visible: list[Fact], known: int | None, cursor: int,
     live = _believed(visible, known)
     # a "corrected" close whose version had been cut by a fact later retracted is a
     # restoration (the retraction gave the value back), not a correction
-    corrected = any(v.ended_reason == CloseKind.CORRECTED and v.invalidated_by not in retracted
+    corrected = any(v.ended_by == CloseKind.CORRECTED and v.invalidated_by not in retracted
                     and (known is None or (v.system_to is not None and to_us(v.system_to) <= known))
                     for v in visible)
     ended_by: Literal["superseded", "invalidated"] | None = None
     status: BarStatus
     if live is None:
         last = visible[-1]
-        if last.ended_reason != CloseKind.RETRACTED:
+        if last.ended_by != CloseKind.RETRACTED:
             return None  # folded into another fact (coalesced, merged, ...): drawn there
         shown, status = last, "retracted"
     else:
         shown = live
         start = to_us(live.valid_from) if live.valid_from is not None else None
         end = to_us(live.valid_to) if live.valid_to is not None else None
-        prior = [v.ended_reason for v in visible if v.version < live.version]
-        if end is not None and prior and prior[-1] in (CloseKind.SUPERSEDED, CloseKind.INVALIDATED):
-            ended_by = "superseded" if prior[-1] == CloseKind.SUPERSEDED else "invalidated"
+        # what cut it short: its own end cause while believed now; as believed
+        # at an earlier ``known``, the close of the version it replaced
+        cause = live.ended_by if live.system_to is None else next(
+            (v.ended_by for v in reversed(visible) if v.version < live.version), None)
+        if end is not None and cause in (CloseKind.SUPERSEDED, CloseKind.INVALIDATED):
+            ended_by = "superseded" if cause == CloseKind.SUPERSEDED else "invalidated"
         if end is not None and end <= cursor:
             status = ended_by or "ended"
         elif start is not None and start > cursor:
@@ -152,8 +182,10 @@ def _bar(entity: str, visible: list[Fact], known: int | None, cursor: int,
     group = f"← {shown.predicate}" if incoming else shown.predicate
     label = shown.subject if incoming else _obj(shown)
     title = f"{shown.line()} — {status}{', corrected' if corrected else ''}"
-    if shown.invalidated_by and status in ("superseded", "invalidated"):
+    if shown.invalidated_by and status == "superseded":
         title += f" (by {shown.invalidated_by})"
+    elif status == "invalidated" and shown.ended_reason and shown.system_to is None:
+        title += f": {shown.ended_reason}"
     return FactBar(
         fact_id=shown.id, group=group, label=label, start=shown.valid_from, end=shown.valid_to,
         status=status, corrected=corrected, title=title, ended_by=ended_by,

@@ -8,16 +8,22 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..errors import InvalidInputError
 from .models import Fact
-from .time import MAX_US, MIN_US, Precision, TimePoint, format_us, from_us, parse_time
-from .version import Row
+from .time import MAX_US, MIN_US, Precision, TimePoint, calendar_zone, format_us, from_us, get_timezone, parse_time
+from .version import CLOSE_KINDS, CloseKind, Row
 
 __all__ = ["decode_literal", "encode_literal", "row_to_fact", "tuples_to_facts", "dump_props", "load_props"]
 
 _PRECS = {p.value: p for p in Precision}
+# the close kinds whose ``closed_by`` is a free-text reason
+_REASONED = frozenset(k.value for k in CloseKind if k.cause == "reason")
 
 
 def encode_literal(value: Any, tz: _dt.tzinfo) -> str:
-    """Typed, comparable text for a literal object: equal values, equal text."""
+    """Typed, comparable text for a literal object: equal values, equal text.
+
+    A time is ``t:<us>:<precision>``: a ``date`` is its UTC midnight at day
+    precision (the same text in every zone, so it matches by value for every
+    reader), a naive ``datetime`` is read in ``tz``."""
     if isinstance(value, bool):
         return "b:1" if value else "b:0"
     if isinstance(value, int):
@@ -36,7 +42,12 @@ def encode_literal(value: Any, tz: _dt.tzinfo) -> str:
     )
 
 
-def decode_literal(text: str) -> Any:
+def decode_literal(text: str, tz: _dt.tzinfo | str = "UTC") -> Any:
+    """The value :func:`encode_literal` encoded, with its type: a day comes
+    back as a ``date``, seconds or microseconds as an aware UTC ``datetime``,
+    other precisions (only a :class:`TimePoint` gives them) as a ``TimePoint``.
+    ``tz`` is the reader's zone, used only for a day stored off its UTC
+    midnight by an older version (see :func:`~chronomem.core.time.calendar_zone`)."""
     tag, _, body = text.partition(":")
     if tag == "s":
         return body
@@ -47,16 +58,23 @@ def decode_literal(text: str) -> Any:
     if tag == "b":
         return body == "1"
     if tag == "t":
-        us, _, prec = body.partition(":")
-        return from_us(int(us))
+        us_text, _, prec_text = body.partition(":")
+        us, prec = int(us_text), Precision(int(prec_text))
+        if prec >= Precision.SECOND:
+            return from_us(us)
+        if prec == Precision.DAY:
+            zone = calendar_zone(us, prec, get_timezone(tz))
+            return from_us(us).astimezone(zone).date()
+        return TimePoint(us, prec)
     raise ValueError(f"bad literal encoding {text!r}")  # pragma: no cover
 
 
-def literal_text(text: str) -> str:
-    """Human rendering of an encoded literal (dates at their precision)."""
+def literal_text(text: str, tz: _dt.tzinfo = _dt.timezone.utc) -> str:
+    """Human rendering of an encoded literal (times at their precision, in
+    ``tz`` unless calendar values)."""
     if text.startswith("t:"):
         us, _, prec = text[2:].partition(":")
-        return format_us(int(us), int(prec))
+        return format_us(int(us), int(prec), tz)
     return repr(decode_literal(text))
 
 
@@ -102,7 +120,8 @@ def row_to_fact(r: Row, now: int, namespace: str, timezone: str = "UTC") -> Fact
     facts = _build_facts(
         ((r.fact_id, r.version, r.subject_id, r.predicate_id, r.object_id, r.object_lit,
           r.valid_from, r.valid_from_prec, r.valid_to, r.valid_to_prec, r.system_from, r.system_to,
-          r.confidence, r.source, r.episode_id, r.properties, r.invalidated_by, r.close_kind, r.rowid),),
+          r.confidence, r.source, r.episode_id, r.properties, r.invalidated_by, r.close_kind, r.closed_by,
+          r.end_kind, r.end_reason, r.rowid),),
         now, namespace, timezone, ents, {r.predicate_id: r.predicate_name or ""}, True)
     assert facts is not None
     return facts[0]
@@ -121,15 +140,17 @@ def _build_facts(rows: Sequence[Sequence[Any]], now: int, namespace: str, timezo
     dt = _new_dt
     cached = _DT_CACHE.get  # most times repeat (days, one batch's system time)
     precs = _PRECS
+    kinds = CLOSE_KINDS
+    reasoned = _REASONED
     new = _new_fact
     set_ = _set_attr
     out: list[Fact] = []
     append = out.append
     for (fact_id, version, sid, pid, oid, lit, vf, vf_prec, vt, vt_prec, sf, st, confidence,
-         source, episode_id, props, invalidated_by, close_kind, _rowid) in rows:
+         source, episode_id, props, invalidated_by, close_kind, closed_by, end_kind, end_reason, _rowid) in rows:
         subject = ent(sid)
         predicate = pred(pid)
-        obj = decode_literal(lit) if lit is not None else ent(oid)
+        obj = decode_literal(lit, timezone) if lit is not None else ent(oid)
         if subject is None or predicate is None or (obj is None and lit is None):
             if not complete:
                 return None
@@ -156,7 +177,12 @@ def _build_facts(rows: Sequence[Sequence[Any]], now: int, namespace: str, timezo
             "valid_to_precision": None if vt == MAX_US else precs[vt_prec],
             "version": version,
             "namespace": namespace,
-            "ended_reason": close_kind,
+            # a closed version ended when it stopped being believed (the close
+            # names its reason, if its kind has one); a believed one, where its
+            # valid interval was cut short
+            "ended_by": kinds[close_kind] if close_kind is not None else kinds[end_kind] if end_kind else None,
+            "ended_reason": (end_reason if close_kind is None
+                             else closed_by if close_kind in reasoned else None),
             "timezone": timezone,
         })
         append(f)

@@ -14,7 +14,8 @@ Rules (``docs/concepts/time.md`` states them for users):
   believed intervals coalesces with them into one fact covering the union (a
   new version of the oldest fact); a disjoint one is a separate fact.
 * single-valued (or ``supersede=True``): other values that started before the
-  new one are closed where it starts (``invalidated_by`` = the new fact);
+  new one are closed where it starts (``end_kind`` ``superseded``,
+  ``invalidated_by`` = the new fact);
   a value that starts exactly where the new one starts is replaced; and the new
   fact ends where the next later value begins (out-of-order arrival).
 """
@@ -165,7 +166,7 @@ class TxWork:
                 if lo < r.valid_from < hi:
                     hi, hi_prec, cut_by = r.valid_from, r.valid_from_prec, r.fact_id
             if cut_by is not None:
-                cand.invalidated_by = cut_by
+                _set_end(cand, CloseKind.SUPERSEDED.value, cut_by, None)
         same = g.by_obj.get(okey) or []
         if same and keep is None:
             # the last believed interval starting at or before lo may contain it
@@ -208,10 +209,11 @@ class TxWork:
             merged.valid_to, merged.valid_to_prec = last.valid_to, last.valid_to_prec
         else:
             merged.valid_to, merged.valid_to_prec = cand.valid_to, cand.valid_to_prec
+        # the union ends where its last part ends, for that part's reason
         if last.valid_to > hi:
-            merged.invalidated_by = last.invalidated_by
+            _set_end(merged, last.end_kind, last.invalidated_by, last.end_reason)
         elif base is not cand:
-            merged.invalidated_by = cand.invalidated_by
+            _set_end(merged, cand.end_kind, cand.invalidated_by, cand.end_reason)
         merged.confidence = max([cand.confidence] + [r.confidence for r in touching])
         for r in touching:
             self.close(g, r, CloseKind.COALESCED, merged.fact_id)
@@ -223,14 +225,18 @@ class TxWork:
         self.insert(g, merged)
         return merged, "coalesced"
 
-    def truncate(self, r: Row, end: int, end_prec: int, reason: str | None,
-                 kind: CloseKind = CloseKind.INVALIDATED) -> Row:
-        """Close ``r``'s valid interval at ``end`` (a new version)."""
+    def truncate(self, r: Row, end: int, end_prec: int, by: str | None = None,
+                 kind: CloseKind = CloseKind.INVALIDATED, reason: str | None = None) -> Row:
+        """Close ``r``'s valid interval at ``end`` (a new version): cut by the
+        fact ``by`` (``kind`` ``SUPERSEDED``) or invalidated, for the free-text
+        ``reason`` if one was given. The closed version's ``closed_by`` names
+        the same cause (``CloseKind.cause``)."""
         g = self.group(r.subject_id, r.predicate_id)
         nxt = self.successor(r)
-        self.close(g, r, kind, reason)
+        superseded = kind == CloseKind.SUPERSEDED
+        self.close(g, r, kind, by if superseded else reason)
         nxt.valid_to, nxt.valid_to_prec = end, end_prec
-        nxt.invalidated_by = reason
+        _set_end(nxt, kind.value, by if superseded else None, None if superseded else reason)
         self.insert(g, nxt)
         return nxt
 
@@ -285,7 +291,12 @@ class TxWork:
 
 _CONTENT = ("subject_id", "predicate_id", "object_id", "object_lit", "valid_from", "valid_from_prec",
             "valid_to", "valid_to_prec",
-            "confidence", "source", "episode_id", "properties", "invalidated_by")
+            "confidence", "source", "episode_id", "properties", "invalidated_by", "end_kind", "end_reason")
+
+
+def _set_end(r: Row, kind: str | None, by: str | None, reason: str | None) -> None:
+    """Give ``r`` the cause of its valid end (the three fields travel together)."""
+    r.end_kind, r.invalidated_by, r.end_reason = kind, by, reason
 
 
 def _same_content(a: Row, b: Row) -> bool:

@@ -7,9 +7,11 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
-from .time import Precision, format_us, get_timezone, to_us
+from .time import Precision, TimePoint, format_us, get_timezone, to_us
+from .version import CloseKind
 
 __all__ = [
+    "CloseKind",
     "Conflict",
     "Diff",
     "DiffChange",
@@ -63,6 +65,18 @@ def _render(dt: _dt.datetime | None, prec: Precision | None, tz: str = "UTC") ->
     return format_us(to_us(dt), prec, get_timezone(tz))
 
 
+def _time_literal(value: Any, tz: str) -> str | None:
+    """A time-valued literal object as text (``"1990-05-17"``), ``None`` for other values."""
+    if isinstance(value, _dt.datetime):
+        return format_us(to_us(value), Precision.MICROSECOND if value.microsecond else Precision.SECOND,
+                         get_timezone(tz))
+    if isinstance(value, _dt.date):
+        return value.isoformat()
+    if isinstance(value, TimePoint):
+        return value.render(get_timezone(tz))
+    return None
+
+
 @dataclass(frozen=True)
 class Fact(_Dictable):
     """One system-time version of a reified statement ``subject -predicate-> object``.
@@ -70,6 +84,14 @@ class Fact(_Dictable):
     ``valid_from is None`` means the start is unknown; ``valid_to is None``
     means still true. ``system_to is None`` means the store still believes this
     version. ``current`` is computed at read time: believed and valid now.
+
+    What ended it: ``ended_by`` is a :class:`CloseKind`, for a version no
+    longer believed why it stopped being believed (``retracted``,
+    ``corrected``, ``merged``, ...), for a believed one what cut its valid
+    interval short (``superseded`` or ``invalidated``; ``None`` while open or
+    for an end written with the fact). ``invalidated_by`` is the superseding
+    fact's id (only ever a fact id), ``ended_reason`` the free-text reason
+    given to ``invalidate`` / ``retract`` / ``correct`` (``None`` if none was).
     """
 
     id: str
@@ -93,11 +115,14 @@ class Fact(_Dictable):
     namespace: str = "default"
     ended_reason: str | None = None
     timezone: str = "UTC"
+    ended_by: CloseKind | None = None
 
     @property
     def valid_from_text(self) -> str | None:
-        """``valid_from`` rendered at its precision in the memory's timezone,
-        e.g. ``"2024-03"``: as it was written."""
+        """``valid_from`` rendered at its precision, e.g. ``"2024-03"``: as it
+        was written. A partial time (year/month/day) is a calendar value and
+        reads the same in every zone; a full timestamp renders in the
+        memory's timezone."""
         return _render(self.valid_from, self.valid_from_precision, self.timezone)
 
     @property
@@ -115,9 +140,18 @@ class Fact(_Dictable):
             return False
         return self.valid_to is None or when < self.valid_to
 
+    @property
+    def object_text(self) -> str:
+        """The object as a line shows it: an entity's name, a time literal at
+        its precision (``1990-05-17``), any other literal as its ``repr``
+        (``'text'``, ``42``)."""
+        if not self.literal:
+            return str(self.object)
+        return _time_literal(self.object, self.timezone) or repr(self.object)
+
     def line(self) -> str:
         """One human/LLM-friendly line."""
-        obj = repr(self.object) if self.literal else str(self.object)
+        obj = self.object_text
         mark = " (current)" if self.current else ""
         return f"{self.subject} -{self.predicate}-> {obj} {self.interval_text}{mark} [{self.id}]"
 
@@ -125,6 +159,9 @@ class Fact(_Dictable):
         out = super().to_dict()
         out["valid_from"] = self.valid_from_text
         out["valid_to"] = self.valid_to_text
+        out["ended_by"] = None if self.ended_by is None else self.ended_by.value
+        if self.literal:  # a time literal in the form its fact's times take
+            out["object"] = _time_literal(self.object, self.timezone) or out["object"]
         return out
 
 

@@ -3,7 +3,12 @@
 Every instant is kept as an integer count of microseconds since the Unix epoch,
 UTC, together with a :class:`Precision` that says how it was written. A value
 always denotes the *start* of the period it names: ``"2026-03"`` is
-2026-03-01T00:00 with month precision. Dates are never compared as strings.
+2026-03-01T00:00Z with month precision. Dates are never compared as strings.
+
+A *partial* time (year, month or day precision, or a ``date``) is a calendar
+value: it names the same period for every writer and reader, so it is kept at
+its UTC calendar boundary whatever the memory's timezone, and rendered in UTC.
+Only instants (a time of day, a ``datetime``) are read in the memory's zone.
 
 Sentinels: an unknown start is ``MIN_US`` and an open end is ``MAX_US`` so that
 half-open interval tests are plain integer comparisons (and index friendly).
@@ -31,9 +36,12 @@ __all__ = [
     "SystemClock",
     "TimeLike",
     "TimePoint",
+    "calendar_zone",
     "format_us",
     "from_us",
     "get_timezone",
+    "local_datetime",
+    "on_utc_boundary",
     "parse_time",
     "peek_clock",
     "period_end",
@@ -66,6 +74,11 @@ class Precision(IntEnum):
     def label(self) -> str:
         return self.name.lower()
 
+    @property
+    def calendar(self) -> bool:
+        """Year, month or day: a calendar period, the same in every zone."""
+        return self <= Precision.DAY
+
     @classmethod
     def from_label(cls, label: str) -> "Precision":
         try:
@@ -82,7 +95,8 @@ class TimePoint:
     """A UTC instant plus the precision it was written with.
 
     ``str(tp)`` renders it back as written (in UTC): ``"2024-03"``.
-    Accepted anywhere a time value is.
+    Accepted anywhere a time value is. A calendar precision renders the same
+    in every zone (see :func:`format_us`).
     """
 
     us: int
@@ -175,7 +189,9 @@ def parse_time(value: object, field: str = "time", tz: _dt.tzinfo = UTC) -> Time
 
     Accepts aware or naive ``datetime`` (naive is read in ``tz``), ``date``,
     :class:`TimePoint`, and ISO-8601 strings, including partial dates
-    (``"2024"``, ``"2024-03"``) and times with or without an offset.
+    (``"2024"``, ``"2024-03"``) and times with or without an offset (without
+    one, read in ``tz``). A partial date or a ``date`` is a calendar value:
+    its UTC calendar boundary, whatever ``tz`` is.
     """
     if isinstance(value, TimePoint):
         tp = value
@@ -186,13 +202,13 @@ def parse_time(value: object, field: str = "time", tz: _dt.tzinfo = UTC) -> Time
         except OverflowError as exc:  # pragma: no cover - extreme datetimes
             raise InvalidTimeError(value, field, str(exc)) from None
     elif isinstance(value, _dt.date):
-        tp = TimePoint(to_us(_dt.datetime(value.year, value.month, value.day, tzinfo=tz)), Precision.DAY)
+        tp = TimePoint((value.toordinal() - _EPOCH_ORDINAL) * _DAY_US, Precision.DAY)
     elif isinstance(value, str):
         tp = _parse_str(value, field, tz)
     else:
         raise InvalidTimeError(value, field, f"expected a date, datetime or ISO string, not {type(value).__name__}")
     if not FIRST_US <= tp.us <= LAST_US:
-        # read in a zone east of UTC, "0001" is still year 0 in UTC: stored, it could not be read back
+        # read in a zone east of UTC, "0001-01-01T00:00" is still year 0 in UTC: stored, it could not be read back
         side = "before 0001-01-01T00:00:00Z" if tp.us < FIRST_US else "after 9999-12-31T23:59:59.999999Z"
         raise InvalidTimeError(value, field, f"it is {side} in UTC; times must lie in years 1-9999 (UTC)")
     return tp
@@ -217,10 +233,8 @@ def _parse_str(text: str, field: str, tz: _dt.tzinfo) -> TimePoint:
             d = _dt.date.fromisoformat(text)
         except ValueError:
             pass
-        else:
-            if tz is UTC:
-                return TimePoint((d.toordinal() - _EPOCH_ORDINAL) * _DAY_US, Precision.DAY)
-            return TimePoint(to_us(_dt.datetime(d.year, d.month, d.day, tzinfo=tz)), Precision.DAY)
+        else:  # a calendar day: its UTC midnight in every zone
+            return TimePoint((d.toordinal() - _EPOCH_ORDINAL) * _DAY_US, Precision.DAY)
     m = _ISO.match(text)
     if m is None:
         raise InvalidTimeError(text, field, "not an ISO-8601 date or datetime")
@@ -235,7 +249,8 @@ def _parse_str(text: str, field: str, tz: _dt.tzinfo) -> TimePoint:
     micro = int(frac.ljust(6, "0")) if frac else 0
     # the finest part written decides the precision
     prec = next((p for part, p in _PARTS_PRECISION if g[part]), Precision.YEAR)
-    zone: _dt.tzinfo = tz
+    # a partial date has no time of day, so no zone: the calendar period in UTC
+    zone: _dt.tzinfo = UTC if prec.calendar else tz
     off = g["tz"]
     if off:
         if off in ("Z", "z"):
@@ -256,11 +271,50 @@ def _parse_str(text: str, field: str, tz: _dt.tzinfo) -> TimePoint:
         raise InvalidTimeError(text, field, str(exc)) from None
 
 
+def on_utc_boundary(us: int, precision: Precision | int) -> bool:
+    """Whether ``us`` starts a UTC calendar period of ``precision`` (always
+    true for a partial time written by this version; see :func:`format_us`)."""
+    prec = Precision(precision)
+    if us % _DAY_US:
+        return False
+    if prec == Precision.DAY:
+        return True
+    try:
+        day = _dt.date.fromordinal(us // _DAY_US + _EPOCH_ORDINAL)
+    except (ValueError, OverflowError):  # outside years 1-9999: not a calendar value
+        return False
+    return day.day == 1 and (prec == Precision.MONTH or day.month == 1)
+
+
+def calendar_zone(us: int, precision: Precision | int, tz: _dt.tzinfo) -> _dt.tzinfo:
+    """The zone a time of ``precision`` is read in: UTC for a calendar value on
+    its UTC boundary (written by any zone), else ``tz``. A partial time off the
+    UTC boundary was stored by an older version at the writer's local
+    boundary; the writer's zone is not stored, so the reader's zone stands in."""
+    if Precision(precision).calendar and on_utc_boundary(us, precision):
+        return UTC
+    return tz
+
+
+def local_datetime(us: int, precision: Precision | int | None, tz: _dt.tzinfo) -> _dt.datetime:
+    """``us`` on ``tz``'s wall clock, as a base for reading phrases said then:
+    a calendar value on its UTC boundary is its calendar date at ``tz``'s
+    midnight (the day "2024-03-01" is that day in every zone), anything else
+    the instant converted to ``tz``."""
+    if precision is not None and Precision(precision).calendar and on_utc_boundary(us, precision):
+        day = from_us(us)
+        return _dt.datetime(day.year, day.month, day.day, tzinfo=tz)
+    return from_us(us).astimezone(tz)
+
+
 def format_us(us: int, precision: Precision | int, tz: _dt.tzinfo = UTC) -> str:
-    """Render an instant at its precision, in ``tz`` (``Z`` suffix for UTC)."""
+    """Render an instant at its precision, in ``tz`` (``Z`` suffix for UTC).
+
+    A calendar precision (year/month/day) on its UTC boundary renders in UTC,
+    so ``"2024-03"`` reads ``"2024-03"`` for every ``tz``."""
     prec = Precision(precision)
     try:
-        dt = from_us(us).astimezone(tz)
+        dt = from_us(us).astimezone(calendar_zone(us, prec, tz))
     except OverflowError:  # the zone would take it past year 1 or 9999: say it in UTC
         dt = from_us(us)
     if prec == Precision.YEAR:
@@ -290,10 +344,12 @@ def period_end(value: TimeLike, tz: _dt.tzinfo | str | None = None, field: str =
 
     For inclusive end bounds: a fact that held "from 2011 to 2011" held during
     2011, so its half-open ``valid_to`` is ``period_end("2011")`` = 2012-01-01
-    (kept at year precision). Works for every precision.
+    (kept at year precision). Works for every precision; a calendar value's
+    next period is counted on the UTC calendar, like the value itself.
     """
     zone = get_timezone(tz)
     tp = parse_time(value, field, zone)
+    zone = calendar_zone(tp.us, tp.precision, zone)
     try:
         return parse_time(TimePoint(_next_period(tp, zone), tp.precision), field)
     except (OverflowError, ValueError):

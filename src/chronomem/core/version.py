@@ -4,18 +4,22 @@ sentinels (unknown start, open end, still believed)."""
 
 from __future__ import annotations
 
+import re
 from enum import Enum
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 from .time import MAX_US
 
-__all__ = ["CloseKind", "ObjKey", "Row"]
+__all__ = ["CLOSE_KINDS", "END_KINDS", "CloseKind", "ObjKey", "Row", "legacy_end_cause"]
 
 
 class CloseKind(str, Enum):
-    """Why a version stopped being believed: ``Row.close_kind`` (stored as
-    the value; :attr:`~chronomem.Fact.ended_reason` shows it). What the
-    version's ``closed_by`` holds depends on the kind: :attr:`cause`."""
+    """What ended a version: why it stopped being believed (``Row.close_kind``,
+    stored as the value), or, for a believed version, what cut its valid
+    interval short (``Row.end_kind``: only ``SUPERSEDED`` or ``INVALIDATED``).
+    :attr:`~chronomem.Fact.ended_by` shows it. What a closed version's
+    ``closed_by`` holds depends on the kind: :attr:`cause`. A ``str`` enum, so
+    it compares equal to (and renders in JSON as) its value."""
 
     SUPERSEDED = "superseded"  # a later value of a single-valued predicate cut it
     INVALIDATED = "invalidated"  # invalidate(): the world changed
@@ -29,7 +33,8 @@ class CloseKind(str, Enum):
     @property
     def cause(self) -> Literal["fact", "operation", "reason", "none"]:
         """What ``closed_by`` names for this kind: the id of the fact that
-        closed it, the id of an operation (a merge), the reason given, or nothing."""
+        closed it, the id of an operation (a merge), the free-text reason
+        given (``None`` when none was), or nothing."""
         return _CAUSES[self]
 
     def __str__(self) -> str:
@@ -39,22 +44,57 @@ class CloseKind(str, Enum):
 _CAUSES: dict[CloseKind, Literal["fact", "operation", "reason", "none"]] = {
     CloseKind.SUPERSEDED: "fact", CloseKind.COALESCED: "fact", CloseKind.MERGED: "operation",
     CloseKind.UNMERGED: "operation", CloseKind.INVALIDATED: "reason", CloseKind.RETRACTED: "reason",
-    CloseKind.CORRECTED: "none", CloseKind.RESTORED: "none",
+    CloseKind.CORRECTED: "reason", CloseKind.RESTORED: "none",
 }
+
+#: every kind by its stored value
+CLOSE_KINDS: dict[str, CloseKind] = {k.value: k for k in CloseKind}
+
+#: the kinds a believed version's ``end_kind`` can hold
+END_KINDS = frozenset({CloseKind.SUPERSEDED.value, CloseKind.INVALIDATED.value})
+
+_FACT_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def legacy_end_cause(invalidated_by: str | None, close_kind: str | None, closed_by: str | None,
+                     is_fact_id: Callable[[str], bool]) -> tuple[str | None, str | None, str | None, str | None]:
+    """``(end_kind, invalidated_by, end_reason, closed_by)`` of a version
+    written before end causes were typed (schema 0004, export format 3), when
+    ``invalidated_by`` held the superseding fact's id or the free-text reason
+    given to ``invalidate`` (``"invalidated"``: none), and the close of an
+    invalidated or retracted version named its reason, or the kind itself for
+    none. The same rule as migration ``0005_end_reason.sql``; ``is_fact_id``
+    says whether a text is a fact's id (a UUIDv7 or a fact the caller knows)."""
+    if close_kind in (CloseKind.INVALIDATED.value, CloseKind.RETRACTED.value) and closed_by == close_kind:
+        closed_by = None
+    if invalidated_by is None:
+        return None, None, None, closed_by
+    if _FACT_ID.fullmatch(invalidated_by) or is_fact_id(invalidated_by):
+        return CloseKind.SUPERSEDED.value, invalidated_by, None, closed_by
+    reason = None if invalidated_by == CloseKind.INVALIDATED.value else invalidated_by
+    return CloseKind.INVALIDATED.value, None, reason, closed_by
+
 
 ObjKey = tuple[int | None, str | None]
 
 
 class Row:
     """One version of a fact, as stored. Mutable only inside the write engine,
-    and only for versions that the running transaction created."""
+    and only for versions that the running transaction created.
+
+    What cut the valid interval short travels with the version as three
+    fields: ``end_kind`` (``"superseded"`` / ``"invalidated"``, ``None`` for an
+    open interval or an end written with the fact), ``invalidated_by`` (the
+    superseding fact's id, never anything else) and ``end_reason`` (the
+    free text given to ``invalidate``). ``close_kind`` / ``closed_by`` say why
+    the version stopped being believed, once it has."""
 
     __slots__ = (
         "rowid", "fact_id", "version", "ns_id", "subject_id", "predicate_id",
         "object_id", "object_lit", "valid_from", "valid_from_prec", "valid_to", "valid_to_prec",
         "system_from", "system_to",
         "confidence", "source", "episode_id", "properties", "invalidated_by",
-        "close_kind", "closed_by", "subject_name", "predicate_name", "object_name",
+        "close_kind", "closed_by", "end_kind", "end_reason", "subject_name", "predicate_name", "object_name",
     )
 
     def __init__(
@@ -80,6 +120,8 @@ class Row:
         invalidated_by: str | None = None,
         close_kind: str | None = None,
         closed_by: str | None = None,
+        end_kind: str | None = None,
+        end_reason: str | None = None,
         subject_name: str | None = None,
         predicate_name: str | None = None,
         object_name: str | None = None,
@@ -105,6 +147,8 @@ class Row:
         self.invalidated_by = invalidated_by
         self.close_kind = close_kind
         self.closed_by = closed_by
+        self.end_kind = end_kind
+        self.end_reason = end_reason
         self.subject_name = subject_name
         self.predicate_name = predicate_name
         self.object_name = object_name

@@ -27,7 +27,11 @@ class Analyses:
         """Chronological events about ``entity`` on both axes, each with a sentence."""
         self._scope.require_entity(entity)
         rows = self._reads.run(self._reads.query(entity, direction="both", all_versions=True))
-        return _analysis.timeline(rows, self._scope.instant(start, "start"), self._scope.instant(end, "end"))
+        ids = {f.id for f in rows}
+        # the facts that cut them short but touch the entity only through them
+        enders = self._reads.enders(f for f in rows if f.invalidated_by and f.invalidated_by not in ids)
+        return _analysis.timeline(rows, self._scope.instant(start, "start"), self._scope.instant(end, "end"),
+                                  enders)
 
     def diff(self, t1: TimeLike, t2: TimeLike, subject: str | None = None, predicate: str | None = None,
              axis: str = "valid", *, known_at: TimeLike | None = None, as_of: TimeLike | None = None) -> Diff:
@@ -43,8 +47,9 @@ class Analyses:
         if axis == "valid" and as_of is not None:
             raise InvalidInputError("as_of pins the system-axis diff; on axis='valid' t1 and t2 are the "
                                     "valid times (use known_at to pin system time)")
-        a = self._scope.parse_time(t1, "t1")
-        b = self._scope.parse_time(t2, "t2")
+        a = self._scope.read_time(t1, "t1")
+        b = self._scope.read_time(t2, "t2")
+        known_at, as_of = self._scope.basis(known_at, "known_at"), self._scope.basis(as_of, "as_of")
         if axis == "valid":
             before = self._reads.facts(subject, predicate, as_of=a, known_at=known_at)
             after = self._reads.facts(subject, predicate, as_of=b, known_at=known_at)
@@ -78,6 +83,7 @@ class Analyses:
         believed at ``known_at`` (default now)."""
         self._scope.require_entity(entity)
         count(hops, "hops", 1)
+        as_of, known_at = self._scope.basis(as_of, "as_of"), self._scope.basis(known_at, "known_at")
         return _analysis.neighbors(
             lambda name: self._reads.facts(name, as_of=as_of, known_at=known_at, direction="both"), entity, hops)
 
@@ -89,6 +95,7 @@ class Analyses:
         dst = self._identity.entity(target).name
         count(max_hops, "max_hops", 1)
         count(limit, "limit", 0)
+        as_of, known_at = self._scope.basis(as_of, "as_of"), self._scope.basis(known_at, "known_at")
         return _analysis.paths(
             lambda name: self._reads.facts(name, as_of=as_of, known_at=known_at, direction="both"), src, dst,
             max_hops, limit)

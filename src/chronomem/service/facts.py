@@ -35,6 +35,15 @@ _CORRECTABLE = frozenset(
 )
 
 
+def _reason(reason: object) -> str | None:
+    """A free-text end reason as stored: ``None`` for none (or an empty text)."""
+    if reason is None:
+        return None
+    if not isinstance(reason, str):
+        raise InvalidInputError(f"reason must be a string, not {type(reason).__name__}")
+    return reason.strip() or None
+
+
 class FactWrites:
     """Every write of facts in one namespace."""
 
@@ -144,8 +153,11 @@ class FactWrites:
         literal: bool = False,
     ) -> Fact:
         """The world changed: close the valid interval of the matching fact at
-        ``ended`` (default now). Raises :class:`FactNotFoundError` if no such
-        fact is valid at ``ended``."""
+        ``ended`` (default now), for ``reason`` if given (free text, kept as
+        the new version's ``ended_reason``; its ``ended_by`` is
+        ``invalidated``). Raises :class:`FactNotFoundError` if no such fact is
+        valid at ``ended``."""
+        why = _reason(reason)
         end = (self._scope.parse_time(ended, "ended") if ended is not None
                else TimePoint(self._scope.now_us(), Precision.MICROSECOND))
         scope = self._scope
@@ -170,7 +182,7 @@ class FactWrites:
                         "interval: use retract() if it was never true"
                     )
                 raise FactNotFoundError(f"no fact {subject} -{predicate}-> {object} is valid at {end}")
-            result = work.truncate(target, end.us, int(end.precision), reason or "invalidated")
+            result = work.truncate(target, end.us, int(end.precision), reason=why)
         return self._written(result, work)
 
     def invalidate_fact(self, fact_id: str, ended: TimeLike | None = None, *, reason: str | None = None) -> Fact:
@@ -181,6 +193,7 @@ class FactWrites:
         :class:`InvalidIntervalError` if ``ended`` does not lie inside its
         valid interval (at its start it would leave an empty interval: use
         :meth:`retract` if it was never true). Returns the new, ended version."""
+        why = _reason(reason)
         end = (self._scope.parse_time(ended, "ended") if ended is not None
                else TimePoint(self._scope.now_us(), Precision.MICROSECOND))
         scope = self._scope
@@ -204,16 +217,19 @@ class FactWrites:
                 raise InvalidIntervalError(
                     f"fact {fact_id} {fact.interval_text} is not valid at {end}, so it cannot end there"
                 )
-            result = work.truncate(target, end.us, int(end.precision), reason or "invalidated")
+            result = work.truncate(target, end.us, int(end.precision), reason=why)
         return self._written(result, work)
 
-    def correct(self, /, fact_id: str, **changes: Any) -> Fact:
+    def correct(self, /, fact_id: str, *, reason: str | None = None, **changes: Any) -> Fact:
         """The record was wrong: write a corrected version of ``fact_id``.
 
-        The previous version stays readable with ``known_at``. Changeable:
-        subject, predicate, object, valid_from, valid_to, confidence, source,
-        episode_id, properties, literal.
+        The previous version stays readable with ``known_at`` (its
+        ``ended_by`` is ``corrected``, its ``ended_reason`` the free-text
+        ``reason`` if given). Changeable: subject, predicate, object,
+        valid_from, valid_to, confidence, source, episode_id, properties,
+        literal.
         """
+        why = _reason(reason)
         unknown = set(changes) - _CORRECTABLE
         if unknown:
             raise InvalidInputError(f"cannot correct field(s): {', '.join(sorted(unknown))}")
@@ -236,19 +252,25 @@ class FactWrites:
             cand, single = uow.build(item)
             cand.fact_id = old.fact_id
             cand.version = old.version + 1
-            cand.invalidated_by = old.invalidated_by if "valid_to" not in changes else None
+            if "valid_to" not in changes:  # the end stays, and so does what caused it
+                cand.end_kind, cand.invalidated_by, cand.end_reason = old.end_kind, old.invalidated_by, old.end_reason
+            else:
+                cand.end_kind = cand.invalidated_by = cand.end_reason = None
             # values this fact had cut short get their interval back first, so
             # the corrected version cuts them where it now starts
-            work.close_version(old, CloseKind.CORRECTED, None)
+            work.close_version(old, CloseKind.CORRECTED, why)
             uow.unsupersede(fact_id)
             result, _ = work.place(cand, single=single, keep=old)
         return self._written(result, work)
 
     def retract(self, fact_id: str, reason: str | None = None) -> Fact:
         """It was never true: stop believing ``fact_id`` (history keeps it).
-        Values it had superseded are restored. Returns the retracted version."""
+        Values it had superseded are restored. Returns the retracted version
+        (``ended_by`` ``retracted``, ``ended_reason`` the free-text ``reason``
+        if given)."""
+        why = _reason(reason)
         with writing(self._scope) as uow:
-            uow.work.retract(uow.believed(fact_id), reason or "retracted")
+            uow.work.retract(uow.believed(fact_id), why)
             uow.unsupersede(fact_id)
         return max(self._reads.versions(fact_id), key=lambda f: f.version)
 

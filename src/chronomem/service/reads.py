@@ -82,11 +82,12 @@ class FactReads:
             return []
         return self.run(FactQuery(self._scope.ns_id, fact_ids=list(ids), known_at=known_at))
 
-    def enders(self, facts: Iterable[Fact]) -> dict[str, Fact]:
-        """The facts (believed now) that ``facts`` name in ``invalidated_by``,
-        by id, in one read; an ``invalidated_by`` that is a reason, not a
-        fact id, is simply absent."""
-        return {f.id: f for f in self.by_ids(sorted({f.invalidated_by for f in facts if f.invalidated_by}), None)}
+    def enders(self, facts: Iterable[Fact], known_at: int | None = None) -> dict[str, Fact]:
+        """The facts (believed at ``known_at``, default now) that ``facts``
+        name in ``invalidated_by`` (always a fact id), by id, in one read;
+        one not believed then is absent."""
+        ids = sorted({f.invalidated_by for f in facts if f.invalidated_by})
+        return {f.id: f for f in self.by_ids(ids, known_at)}
 
     def facts(
         self,
@@ -231,5 +232,5 @@ class FactReads:
         ``half_life_days`` since it was recorded. Stored rows never change."""
         if isinstance(half_life_days, bool) or not isinstance(half_life_days, (int, float)) or not half_life_days > 0:
             raise InvalidInputError("decay half-life must be positive")
-        ref = self._scope.parse_time(at, "at").datetime if at is not None else self._scope.now()
+        ref = self._scope.read_time(at, "at").datetime if at is not None else self._scope.now()
         return _analysis.decay(facts, half_life_days, ref)

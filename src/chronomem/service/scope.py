@@ -12,6 +12,7 @@ from typing import Any, Sequence
 from ..core.codec import row_to_fact
 from ..core.models import Fact
 from ..core.names import normalize_key
+from ..core.phrases import ResolvedTime, resolve_time
 from ..core.time import FIRST_US, LAST_US, SystemClock, TimeLike, TimePoint, from_us, parse_time, peek_clock, to_us
 from ..core.version import Row
 from ..errors import EntityNotFoundError, InvalidInputError
@@ -64,13 +65,33 @@ class Scope:
         return to_us(self.now())
 
     def parse_time(self, value: TimeLike, field: str = "time") -> TimePoint:
-        """Read a time value in this memory's timezone (see :mod:`chronomem.core.time`)."""
+        """Read a *written* time in this memory's timezone, strictly: ISO and
+        partial dates or typed values, never a phrase (see :mod:`chronomem.core.time`)."""
         return parse_time(value, field, self.tz)
 
+    def resolve_time(self, value: TimeLike, field: str = "at", now: _dt.datetime | None = None) -> ResolvedTime:
+        """Read a *read basis* (``as_of``, ``known_at``, ``at``, ...): what
+        :meth:`parse_time` reads plus the time phrases of
+        :mod:`chronomem.core.phrases`, resolved against ``now`` (default: the
+        store clock, :meth:`store_now`, asked only for a phrase that needs it)."""
+        return resolve_time(value, field, self.store_now if now is None else now, self.tz)
+
+    def read_time(self, value: TimeLike, field: str) -> TimePoint:
+        """A read basis as a :class:`TimePoint` (phrases accepted)."""
+        if not isinstance(value, str):  # typed values: the strict reader, without the phrase machinery
+            return parse_time(value, field, self.tz)
+        return self.resolve_time(value, field).point
+
+    def basis(self, value: TimeLike | None, field: str) -> TimePoint | None:
+        """A read basis (or ``None``) resolved once, for a read that runs
+        several queries at it ("now" and "today" must not move between them)."""
+        return None if value is None else self.read_time(value, field)
+
     def instant(self, value: TimeLike | None, field: str) -> int | None:
+        """A read basis (or ``None``) as microseconds (phrases accepted)."""
         if value is None:
             return None
-        return parse_time(value, field, self.tz).us
+        return self.read_time(value, field).us
 
     def known(self, value: TimeLike | None) -> int | None:
         """A ``known_at`` argument as microseconds; the store first makes the

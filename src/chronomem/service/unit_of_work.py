@@ -122,7 +122,8 @@ class UnitOfWork:
                 # the believed version gets back the end it had before the cut;
                 # its content stays what it is now (a correction since is kept)
                 cand = live.copy(version=version, rowid=None, valid_to=closed.valid_to,
-                                 valid_to_prec=closed.valid_to_prec, invalidated_by=closed.invalidated_by)
+                                 valid_to_prec=closed.valid_to_prec, invalidated_by=closed.invalidated_by,
+                                 end_kind=closed.end_kind, end_reason=closed.end_reason)
             work.place(cand, single=self.scope.single_valued(closed.predicate_id), keep=live,
                        keep_kind=CloseKind.RESTORED)
 

@@ -26,7 +26,7 @@ FACT_COLUMNS = (
     "rowid", "fact_id", "version", "ns_id", "subject_id", "predicate_id", "object_id",
     "object_lit", "valid_from", "valid_from_prec", "valid_to", "valid_to_prec",
     "system_from", "system_to", "confidence", "source", "episode_id", "properties",
-    "invalidated_by", "close_kind", "closed_by",
+    "invalidated_by", "close_kind", "closed_by", "end_kind", "end_reason",
 )
 
 
@@ -35,7 +35,8 @@ FACT_COLUMNS = (
 READ_COLUMNS = (
     "fact_id", "version", "subject_id", "predicate_id", "object_id", "object_lit",
     "valid_from", "valid_from_prec", "valid_to", "valid_to_prec", "system_from", "system_to",
-    "confidence", "source", "episode_id", "properties", "invalidated_by", "close_kind", "rowid",
+    "confidence", "source", "episode_id", "properties", "invalidated_by", "close_kind", "closed_by",
+    "end_kind", "end_reason", "rowid",
 )
 
 
@@ -107,18 +108,26 @@ class EpisodeRecord:
     session: str | None
     speaker: str | None
     metadata: str | None
+    # the supersession: the episode that overrides this one, when that takes
+    # effect in valid time (the superseding episode's
+    # ``coalesce(occurred_at, recorded_at)``) and when it was recorded (system time)
     superseded_by: str | None = None
     superseded_at: int | None = None
     erased_at: int | None = None
+    superseded_recorded_at: int | None = None
 
 
 @dataclass(frozen=True)
 class EpisodeFilter:
     """Which episodes a search may return (a view plus the caller's filters).
 
-    ``recorded_by``: recorded at or before; ``not_superseded_at``: drop the
-    episodes explicitly superseded at or before that instant; ``since`` /
-    ``until``: ``coalesce(occurred_at, recorded_at)`` in ``[since, until)``.
+    ``recorded_by``: ``recorded_at`` at or before (system time);
+    ``occurred_by``: ``coalesce(occurred_at, recorded_at)`` at or before
+    (valid time); ``not_superseded_at``: drop the episodes whose supersession
+    took effect (``superseded_at``) at or before that instant, counting only
+    the supersessions recorded by ``supersessions_recorded_by`` when it is
+    set; ``since`` / ``until``: ``coalesce(occurred_at, recorded_at)`` in
+    ``[since, until)``.
     """
 
     ns_id: int
@@ -127,6 +136,8 @@ class EpisodeFilter:
     session: str | None = None
     since: int | None = None
     until: int | None = None
+    occurred_by: int | None = None
+    supersessions_recorded_by: int | None = None
 
 
 @dataclass(frozen=True)
@@ -224,6 +235,7 @@ class Store(Protocol):
     def entity_id(self, ns_id: int, key: str) -> int | None: ...
     def entity(self, entity_id: int) -> EntityRecord | None: ...
     def entity_names(self, ids: Iterable[int]) -> dict[int, str]: ...
+    def entity_ids_for_keys(self, ns_id: int, keys: Sequence[str]) -> dict[str, int]: ...
     def predicate_names(self, ids: Iterable[int]) -> dict[int, str]: ...
     def entities_by_key_substring(self, ns_id: int, text: str, limit: int) -> list[EntityRecord]: ...
     def predicate(self, ns_id: int, key: str) -> PredicateRecord | None: ...
@@ -256,7 +268,8 @@ class EpisodeWriteTx(WriteTx, Protocol):
     def embedding_model_id(self, name: str, dim: int) -> int: ...
     def put_episode_vectors(self, model_id: int, items: Sequence[tuple[int, int, bytes]]) -> None: ...
     def episode_by_id(self, episode_id: str) -> EpisodeRecord | None: ...
-    def supersede_episode(self, old_rowid: int, new_id: str, at: int) -> None: ...
+    # ``at``: when it takes effect (valid time); ``recorded_at``: when it was recorded
+    def supersede_episode(self, old_rowid: int, new_id: str, at: int, recorded_at: int) -> None: ...
     def episode_fact_ids(self, episode_id: str) -> list[str]: ...
     # erasure: the live neighbours whose index rows quoted it are returned,
     # to be re-indexed in the same transaction before compact_episode_index
@@ -286,7 +299,8 @@ class EpisodeStore(Store, Protocol):
     def vector_stats(self, ns_id: int, model_id: int) -> tuple[int, int]: ...
     def load_vectors(self, ns_id: int, model_id: int, after_rowid: int,
                      limit: int) -> list[tuple[int, bytes, int, int | None, str | None]]: ...
-    def superseded_episodes(self, ns_id: int) -> list[tuple[int, int]]: ...
+    # (rowid, superseded_at, superseded_recorded_at) of the superseded episodes
+    def superseded_episodes(self, ns_id: int) -> list[tuple[int, int, int]]: ...
     def episodes_missing_vectors(self, ns_id: int, model_id: int, after_rowid: int,
                                  limit: int) -> list[EpisodeRecord]: ...
     def episode_index_rows(self, ns_id: int, after_rowid: int, limit: int) -> list[EpisodeRecord]: ...

@@ -95,6 +95,9 @@ def main(ctx: click.Context, db: str | None, namespace: str, timezone: str, embe
     Facts are `SUBJECT -PREDICATE-> OBJECT` with a valid time (when it was
     true in the world) and a system time (when the memory believed it).
     Times are ISO-8601 and may be partial: 2024, 2024-03, 2024-03-05T10:00.
+    The options that choose what to read (--as-of, --known-at, --at, --since,
+    --until, --start, --end, diff's T1 T2) also take a time phrase: now,
+    yesterday, '3 days ago', 'last March', 'April 2022', 'Q3 2024'.
     """
     _configure_logging(verbose)
     state = State(db=db, namespace=namespace, timezone=timezone, embedder=embedder)

@@ -15,25 +15,30 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ...core.basis import fact_dict_at, status_at, status_label
 from ...core.jsonobj import load_object
 from ...core.models import Fact
-from ...core.time import Precision, format_us, to_us
+from ...core.time import Precision, TimeLike, format_us, to_us
 from ...errors import StoreError
 from ...memory import Memory
 from ...store import missing_local_file
+from ._times import echo as echo_times
 
 __all__ = [
+    "At",
     "CliError",
     "State",
     "console",
     "default_db",
     "emit",
     "fact_table",
+    "fact_dicts",
     "facts_out",
     "fmt_time",
     "history_table",
     "json_option",
     "parse_json_object",
+    "read_at",
     "state",
 ]
 
@@ -127,7 +132,9 @@ def console(stderr: bool = False) -> Console:
 
 
 def emit(data: Any, human: Callable[[Console], None]) -> None:
-    """Print ``data`` as JSON with ``--json``, else call ``human`` with a console."""
+    """Print ``data`` as JSON with ``--json``, else call ``human`` with a
+    console; first say what the read-basis times resolved to (:func:`._times.echo`)."""
+    data = echo_times(data, state().json, _tz())
     if state().json:
         click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
     else:
@@ -160,27 +167,62 @@ def interval(f: Fact) -> str:
 
 
 def obj_text(f: Fact) -> str:
-    return repr(f.object) if f.literal else str(f.object)
+    return f.object_text
 
 
 def statement(f: Fact) -> str:
     return f"{f.subject} -{f.predicate}-> {obj_text(f)}"
 
 
+@dataclass(frozen=True)
+class At:
+    """The valid-time basis a read's statuses are relative to: ``when``, and
+    ``text`` as shown (``None``: the basis is now)."""
+
+    when: _dt.datetime
+    text: str | None = None
+
+
+def read_at(mem: Memory, as_of: TimeLike | None) -> At:
+    """The basis of a read taking ``--as-of`` (unset: now)."""
+    if as_of is None:
+        return At(mem.now())
+    point = mem.resolve_time(as_of, "as_of").point  # a ReadTime option's TimePoint passes through
+    return At(point.datetime, fmt_time(point.datetime, point.precision))
+
+
+def status_text(f: Fact, at: At) -> str:
+    """``valid now`` / ``valid at 2019-06`` / ``ended 2018-04`` / ``starts 2020``."""
+    return status_label(status_at(f, at.when), basis=at.text,
+                        valid_from=fmt_time(f.valid_from, f.valid_from_precision),
+                        valid_to=fmt_time(f.valid_to, f.valid_to_precision))
+
+
+def fact_dicts(facts: Sequence[Fact], at: At) -> list[dict[str, Any]]:
+    """Each fact's JSON with its ``status_at_basis``."""
+    return [fact_dict_at(f, at.when) for f in facts]
+
+
 def _table(title: str | None) -> Table:
     return Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False)
 
 
-def fact_table(facts: Sequence[Fact], title: str | None = None) -> Table:
-    """Facts, one per row: statement, valid interval, a ✓ if true now, id."""
+def fact_table(facts: Sequence[Fact], title: str | None = None, *, at: At) -> Table:
+    """Facts, one per row: statement, valid interval, status at the basis ``at``, id."""
     table = _table(title)
     table.add_column("fact", overflow="fold", ratio=1)
     table.add_column("valid", overflow="fold")
-    table.add_column("now", justify="center")
+    table.add_column("status", overflow="fold")
     table.add_column("id", no_wrap=True, style="dim")
     for f in facts:
-        table.add_row(statement(f), interval(f), "✓" if f.current else "", f.id)
+        table.add_row(statement(f), interval(f), status_text(f, at), f.id)
     return table
+
+
+def closed_cause(f: Fact) -> str:
+    """Why a version stopped being believed: ``retracted``, ``corrected: typo``, ..."""
+    kind = f.ended_by.value if f.ended_by is not None else "closed"
+    return f"{kind}: {f.ended_reason}" if f.ended_reason else kind
 
 
 def history_table(facts: Sequence[Fact], title: str | None = None) -> Table:
@@ -193,7 +235,7 @@ def history_table(facts: Sequence[Fact], title: str | None = None) -> Table:
     table.add_column("id", no_wrap=True, style="dim")
     table.add_column("v", justify="right")
     for f in facts:
-        closed = "" if f.system_to is None else f"{fmt_time(f.system_to)} {f.ended_reason or 'closed'}"
+        closed = "" if f.system_to is None else f"{fmt_time(f.system_to)} {closed_cause(f)}"
         table.add_row(statement(f), interval(f), fmt_time(f.system_from), closed, f.id, str(f.version))
     return table
 
@@ -207,27 +249,29 @@ def nothing(con: Console, what: str) -> None:
 TABLE_MAX_ROWS = 1000
 
 
-def fact_lines(facts: Sequence[Fact], history: bool = False) -> None:
+def fact_lines(facts: Sequence[Fact], at: At, history: bool = False) -> None:
     for f in facts:
         cols = [statement(f), interval(f)]
         if history:
-            closed = "" if f.system_to is None else f"{fmt_time(f.system_to)} {f.ended_reason or 'closed'}"
+            closed = "" if f.system_to is None else f"{fmt_time(f.system_to)} {closed_cause(f)}"
             cols += [fmt_time(f.system_from), closed, f.id, str(f.version)]
         else:
-            cols += ["✓" if f.current else "", f.id]
+            cols += [status_text(f, at), f.id]
         click.echo("\t".join(cols))
 
 
-def facts_out(facts: Sequence[Fact], what: str = "facts", *, history: bool = False) -> None:
+def facts_out(facts: Sequence[Fact], what: str = "facts", *, at: At, history: bool = False) -> None:
+    """Facts as JSON (each with its ``status_at_basis`` at ``at``) or a table
+    (with the status in words; a history shows each version's system-time closing)."""
     def human(con: Console) -> None:
         if not facts:
             nothing(con, what)
         elif len(facts) > TABLE_MAX_ROWS:
-            fact_lines(facts, history)
+            fact_lines(facts, at, history)
         else:
-            con.print(history_table(facts) if history else fact_table(facts))
+            con.print(history_table(facts) if history else fact_table(facts, at=at))
 
-    emit([f.to_dict() for f in facts], human)
+    emit(fact_dicts(facts, at), human)
 
 
 class _ToDict(Protocol):

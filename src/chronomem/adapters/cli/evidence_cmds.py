@@ -20,9 +20,11 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from ...core.jsonobj import load_object
+from ...core.time import TimePoint
 from ...errors import InvalidInputError
 from ...service.evidence import SearchConfig
-from ._common import console, emit, facts_out, json_option, nothing, state
+from ._common import console, emit, facts_out, json_option, nothing, read_at, state
+from ._times import ReadTime
 
 __all__ = ["register"]
 
@@ -61,7 +63,8 @@ def remember_cmd(text: str | None, file: Path | None, at: str | None, speaker: s
     def human(con: Any) -> None:
         con.print(f"remembered {ep.id}")
         for m in ep.mentions:
-            con.print(f"  {m.phrase!r} -> {m.start.isoformat()} .. {m.end.isoformat()}")
+            unsure = "" if m.certain else " (ambiguous)"
+            con.print(f"  {m.phrase!r} -> {m.start.isoformat()} .. {m.end.isoformat()}{unsure}")
 
     emit(ep.to_dict(), human)
 
@@ -69,30 +72,35 @@ def remember_cmd(text: str | None, file: Path | None, at: str | None, speaker: s
 @click.command("search")
 @click.argument("query")
 @click.option("--view", type=click.Choice(["as_world", "as_recorded", "raw"]), default="as_world", show_default=True,
-              help="as_world: recorded by --at and not superseded; as_recorded: recorded by --at; raw: everything.")
-@click.option("--at", "at", metavar="TIME", help="The time the view is taken at (default now).")
+              help="as_world: said by --at and not superseded by then; as_recorded: stored by --at; raw: everything.")
+@click.option("--at", "at", metavar="TIME", type=ReadTime("at"), help="The time the view is taken at (default now).")
+@click.option("--known-at", "known_at", metavar="TIME", type=ReadTime("known_at"),
+              help="System time: search as the memory knew at this time (default now).")
 @click.option("-k", "k", type=click.IntRange(1, 1000), default=10, show_default=True, help="How many hits.")
 @click.option("--session", help="Only episodes of this session.")
-@click.option("--since", metavar="TIME", help="Only episodes that occurred at or after this time.")
-@click.option("--until", metavar="TIME", help="Only episodes that occurred before this time.")
+@click.option("--since", metavar="TIME", type=ReadTime("since"),
+              help="Only episodes that occurred at or after this time.")
+@click.option("--until", metavar="TIME", type=ReadTime("until"), help="Only episodes that occurred before this time.")
 @click.option("--preset", type=click.Choice(list(SearchConfig.PRESETS)), default="hybrid", show_default=True,
               help="Search configuration preset (see SearchConfig.preset).")
 @click.option("--explain", is_flag=True, help="Show the score parts (bm25, dense, fused, time, session) of each hit.")
 @click.option("--facts", "facts_mode", is_flag=True,
               help="Search fact entity and predicate names instead of episodes (substring match).")
-@click.option("--as-of", metavar="TIME", help="Only facts valid at this time (implies --facts).")
+@click.option("--as-of", metavar="TIME", type=ReadTime("as_of"),
+              help="Only facts valid at this time (implies --facts).")
 @click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True,
               help="With --facts: at most this many.")
 @json_option
-def search_cmd(query: str, view: str, at: str | None, k: int, session: str | None, since: str | None,
-               until: str | None, preset: str, explain: bool, facts_mode: bool, as_of: str | None,
-               limit: int) -> None:
+def search_cmd(query: str, view: str, at: TimePoint | None, known_at: TimePoint | None, k: int,
+               session: str | None, since: TimePoint | None, until: TimePoint | None, preset: str, explain: bool,
+               facts_mode: bool, as_of: TimePoint | None, limit: int) -> None:
     """Hybrid search (BM25 + dense vectors) over episodes, in a time view."""
     mem = state().memory(create=False)
     if facts_mode or as_of is not None:
-        facts_out(mem.search_facts(query, as_of=as_of, limit=limit), "matches")
+        facts_out(mem.search_facts(query, as_of=as_of, limit=limit), "matches", at=read_at(mem, as_of))
         return
-    hits = mem.search(query, k=k, view=view, at=at, session=session, since=since, until=until, config=preset)
+    hits = mem.search(query, k=k, view=view, at=at, known_at=known_at, session=session, since=since, until=until,
+                      config=preset)
 
     def human(con: Any) -> None:
         if not hits:
@@ -121,13 +129,15 @@ def _num(x: float | None) -> str:
 
 @click.command("recall")
 @click.argument("question")
-@click.option("--at", "at", metavar="TIME", help="Answer as of this time (default now).")
+@click.option("--at", "at", metavar="TIME", type=ReadTime("at"), help="Answer as of this time (default now).")
+@click.option("--known-at", "known_at", metavar="TIME", type=ReadTime("known_at"),
+              help="System time: answer as the memory knew at this time (default now).")
 @click.option("--budget", "budget", type=click.IntRange(min=1), default=1500, show_default=True,
               help="Token budget of the packed context.")
 @json_option
-def recall_cmd(question: str, at: str | None, budget: int) -> None:
+def recall_cmd(question: str, at: TimePoint | None, known_at: TimePoint | None, budget: int) -> None:
     """Facts and evidence for QUESTION, packed for a prompt with citations."""
-    r = state().memory(create=False).recall(question, at=at, budget_tokens=budget)
+    r = state().memory(create=False).recall(question, at=at, known_at=known_at, budget_tokens=budget)
     emit(r.to_dict(), lambda con: con.print(r.text or "nothing found"))
 
 
@@ -193,15 +203,23 @@ def _episodes(path: Path, fmt: str) -> list[dict[str, Any]]:
 @click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["auto", "jsonl", "locomo", "longmemeval"]), default="auto",
               show_default=True, help="Transcript format (auto: by extension and content).")
+@click.option("--recorded-at", "recorded", type=click.Choice(["now", "original"]), default="now", show_default=True,
+              help="now: stored at the store clock; original: recorded_at = each turn's occurred_at "
+                   "(importing history; a turn without a time is stored now).")
 @click.option("--no-progress", is_flag=True, help="Do not draw a progress bar on stderr.")
 @json_option
-def ingest_cmd(path: Path, fmt: str, no_progress: bool) -> None:
+def ingest_cmd(path: Path, fmt: str, recorded: str, no_progress: bool) -> None:
     """Ingest a transcript as episodes: JSONL turns (text, speaker, timestamp,
-    session), or a LoCoMo or LongMemEval JSON file. Commits every 2000 turns."""
+    session), or a LoCoMo or LongMemEval JSON file. Commits every 2000 turns.
+    With --recorded-at original, history is stored as recorded when it was said."""
     st = state()
     if fmt == "auto":
         fmt = _detect(path)
     eps = _episodes(path, fmt)
+    if recorded == "original":
+        for ep in eps:
+            if ep.get("occurred_at") is not None:
+                ep["recorded_at"] = ep["occurred_at"]
     mem = st.memory()
     ids: list[str] = []
     with _progress(not (no_progress or st.json)) as bar:
@@ -215,7 +233,8 @@ def ingest_cmd(path: Path, fmt: str, no_progress: bool) -> None:
             try:
                 ids += mem.add_episodes(chunk, progress=tick)
             except InvalidInputError as exc:
-                raise InvalidInputError(f"{exc} (counting from turn {start}; {len(ids)} turns were stored)") from None
+                exc.args = (f"{exc} (counting from turn {start}; {len(ids)} turns were stored)",)
+                raise  # the same error type (an InvalidTimeError stays one)
     result = {"path": str(path), "format": fmt, "episodes": len(ids)}
     emit(result, lambda con: con.print(f"ingested {len(ids)} episodes from {path} ({fmt})"))
 

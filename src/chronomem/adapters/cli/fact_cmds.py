@@ -124,11 +124,12 @@ def invalidate_cmd(subject: str, predicate: str, object: str, ended: str | None,
 @click.option("--source", help="Corrected source.")
 @click.option("--episode", "episode_id", help="Corrected episode id.")
 @click.option("--properties", metavar="JSON", help="Corrected properties, a JSON object.")
+@click.option("--reason", help="Why the record was wrong (kept with the old version).")
 @json_option
 def correct_cmd(fact_id: str, subject: str | None, predicate: str | None, obj: str | None, literal: bool,
                 literal_type: str | None, valid_from: str | None, valid_to: str | None, unknown_start: bool,
                 open_end: bool, confidence: float | None, source: str | None, episode_id: str | None,
-                properties: str | None) -> None:
+                properties: str | None, reason: str | None) -> None:
     """The record was wrong: write a corrected version of FACT_ID.
 
     The old version stays readable with `facts --known-at`.
@@ -156,7 +157,7 @@ def correct_cmd(fact_id: str, subject: str | None, predicate: str | None, obj: s
     if not changes:
         raise InvalidInputError("nothing to correct: give at least one of --subject, --predicate, --object, "
                                 "--from, --to, --confidence, --source, --episode, --properties")
-    _fact_out("corrected", mem.correct(fact_id, **changes))
+    _fact_out("corrected", mem.correct(fact_id, reason=reason, **changes))
 
 
 @click.command("retract")

@@ -7,9 +7,11 @@ import click
 from rich.console import Console
 from rich.text import Text
 
+from ...core.time import TimePoint
 from ._common import (
     FOLD,
     emit,
+    fact_dicts,
     fact_table,
     facts_out,
     fmt_time,
@@ -17,10 +19,13 @@ from ._common import (
     json_option,
     kv_table,
     nothing,
+    obj_text,
+    read_at,
     rows_out,
     state,
     statement,
 )
+from ._times import ReadTime
 
 _DIRECTION = click.Choice(["out", "in", "both"])
 
@@ -30,15 +35,16 @@ _DIRECTION = click.Choice(["out", "in", "both"])
 @click.option("-p", "--predicate", help="Only this predicate (or an alias of it).")
 @click.option("-o", "--object", "obj", help="Only this object.")
 @click.option("--literal", is_flag=True, help="--object is a literal string value.")
-@click.option("--as-of", metavar="TIME", help="Valid at this time (default: all of history).")
-@click.option("--known-at", metavar="TIME", help="As the memory believed at this time (default: now).")
+@click.option("--as-of", metavar="TIME", type=ReadTime("as_of"), help="Valid at this time (default: all of history).")
+@click.option("--known-at", metavar="TIME", type=ReadTime("known_at"),
+              help="As the memory believed at this time (default: now).")
 @click.option("--direction", type=_DIRECTION, default="out", show_default=True,
               help="With --subject: outgoing, incoming or both.")
 @click.option("--limit", type=click.IntRange(min=0), help="At most this many facts.")
 @click.option("--sql", is_flag=True, help="Print the SQL the query would run instead of running it.")
 @json_option
-def facts_cmd(subject: str | None, predicate: str | None, obj: str | None, literal: bool, as_of: str | None,
-              known_at: str | None, direction: str, limit: int | None, sql: bool) -> None:
+def facts_cmd(subject: str | None, predicate: str | None, obj: str | None, literal: bool, as_of: TimePoint | None,
+              known_at: TimePoint | None, direction: str, limit: int | None, sql: bool) -> None:
     """Query facts on both time axes."""
     mem = state().memory(create=False)
     kwargs = dict(as_of=as_of, known_at=known_at, direction=direction, limit=limit, literal=literal)
@@ -52,8 +58,9 @@ def facts_cmd(subject: str | None, predicate: str | None, obj: str | None, liter
 
         emit({"sql": text, "params": params}, human)
         return
+    at = read_at(mem, as_of)  # statuses are relative to --as-of ("valid at 2019-06"), else now
     facts_out(mem.facts(subject, predicate, obj, as_of=as_of, known_at=known_at, direction=direction,
-                        limit=limit, literal=literal))
+                        limit=limit, literal=literal), at=at)
 
 
 @click.command("current")
@@ -62,7 +69,8 @@ def facts_cmd(subject: str | None, predicate: str | None, obj: str | None, liter
 @json_option
 def current_cmd(subject: str, predicate: str | None) -> None:
     """What is true now about SUBJECT (optionally only PREDICATE)."""
-    facts_out(state().memory(create=False).current(subject, predicate), "current facts")
+    mem = state().memory(create=False)
+    facts_out(mem.current(subject, predicate), "current facts", at=read_at(mem, None))
 
 
 @click.command("history")
@@ -73,16 +81,16 @@ def current_cmd(subject: str, predicate: str | None) -> None:
 @json_option
 def history_cmd(subject: str, predicate: str | None, direction: str) -> None:
     """Every version of SUBJECT's facts on both axes (the audit trail)."""
-    facts_out(state().memory(create=False).history(subject, predicate, direction=direction), "history",
-              history=True)
+    mem = state().memory(create=False)
+    facts_out(mem.history(subject, predicate, direction=direction), "history", at=read_at(mem, None), history=True)
 
 
 @click.command("timeline")
 @click.argument("entity")
-@click.option("--start", metavar="TIME", help="Only events at or after this time.")
-@click.option("--end", metavar="TIME", help="Only events before this time.")
+@click.option("--start", metavar="TIME", type=ReadTime("start"), help="Only events at or after this time.")
+@click.option("--end", metavar="TIME", type=ReadTime("end"), help="Only events before this time.")
 @json_option
-def timeline_cmd(entity: str, start: str | None, end: str | None) -> None:
+def timeline_cmd(entity: str, start: TimePoint | None, end: TimePoint | None) -> None:
     """Chronological events about ENTITY (valid and system time)."""
     events = state().memory(create=False).timeline(entity, start, end)
     rows_out(events, "events", {"at": {"no_wrap": True}, "axis": {}, "event": FOLD},
@@ -90,14 +98,14 @@ def timeline_cmd(entity: str, start: str | None, end: str | None) -> None:
 
 
 @click.command("diff")
-@click.argument("t1")
-@click.argument("t2")
+@click.argument("t1", type=ReadTime("t1"))
+@click.argument("t2", type=ReadTime("t2"))
 @click.option("--subject", help="Only facts about this entity.")
 @click.option("--predicate", help="Only this predicate.")
 @click.option("--axis", type=click.Choice(["valid", "system"]), default="valid", show_default=True,
               help="Compare what was true (valid) or what was believed (system).")
 @json_option
-def diff_cmd(t1: str, t2: str, subject: str | None, predicate: str | None, axis: str) -> None:
+def diff_cmd(t1: TimePoint, t2: TimePoint, subject: str | None, predicate: str | None, axis: str) -> None:
     """What changed between T1 and T2."""
     d = state().memory(create=False).diff(t1, t2, subject, predicate, axis)
 
@@ -110,34 +118,38 @@ def diff_cmd(t1: str, t2: str, subject: str | None, predicate: str | None, axis:
         for f in d.removed:
             con.print(Text.assemble(("- ", "red"), f"{statement(f)} {interval(f)}"))
         for c in d.changed:
-            con.print(Text.assemble(("~ ", "yellow"), f"{c.subject} -{c.predicate}->: {c.old.object} → {c.new.object}"))
+            # each side with its interval: a change may be the interval alone
+            con.print(Text.assemble(("~ ", "yellow"), f"{c.subject} -{c.predicate}->: {obj_text(c.old)} "
+                                    f"{interval(c.old)} → {obj_text(c.new)} {interval(c.new)}"))
 
     emit(d.to_dict(), human)
 
 
 @click.command("conflicts")
-@click.option("--as-of", metavar="TIME", help="Only conflicts at this valid time.")
+@click.option("--as-of", metavar="TIME", type=ReadTime("as_of"), help="Only conflicts at this valid time.")
 @json_option
-def conflicts_cmd(as_of: str | None) -> None:
+def conflicts_cmd(as_of: TimePoint | None) -> None:
     """Several values of one subject and predicate valid at once."""
-    found = state().memory(create=False).conflicts(as_of)
+    mem = state().memory(create=False)
+    at = read_at(mem, as_of)
+    found = mem.conflicts(as_of)
 
     def human(con: Console) -> None:
         if not found:
             return nothing(con, "conflicts")
         for c in found:
             span = f"[{fmt_time(c.overlap_from)}, {fmt_time(c.overlap_to)})"
-            con.print(fact_table(c.facts, title=f"{c.kind}: {c.subject} -{c.predicate}-> overlap {span}"))
+            con.print(fact_table(c.facts, title=f"{c.kind}: {c.subject} -{c.predicate}-> overlap {span}", at=at))
 
-    emit([c.to_dict() for c in found], human)
+    emit([{**c.to_dict(), "facts": fact_dicts(c.facts, at)} for c in found], human)
 
 
 @click.command("volatility")
 @click.option("--top", type=click.IntRange(min=1), default=20, show_default=True, help="How many to list.")
-@click.option("--start", metavar="TIME", help="Only facts valid after this time.")
-@click.option("--end", metavar="TIME", help="Only facts valid before this time.")
+@click.option("--start", metavar="TIME", type=ReadTime("start"), help="Only facts valid after this time.")
+@click.option("--end", metavar="TIME", type=ReadTime("end"), help="Only facts valid before this time.")
 @json_option
-def volatility_cmd(top: int, start: str | None, end: str | None) -> None:
+def volatility_cmd(top: int, start: TimePoint | None, end: TimePoint | None) -> None:
     """Subject-predicate pairs that change value most often."""
     rows = state().memory(create=False).volatility(top, start, end)
     rows_out(rows, "changes", dict.fromkeys(("subject", "predicate", "changes", "values", "mean days"), FOLD),
@@ -148,9 +160,9 @@ def volatility_cmd(top: int, start: str | None, end: str | None) -> None:
 @click.command("neighbors")
 @click.argument("entity")
 @click.option("--hops", type=click.IntRange(min=1), default=1, show_default=True, help="How far to go.")
-@click.option("--as-of", metavar="TIME", help="Only edges valid at this time.")
+@click.option("--as-of", metavar="TIME", type=ReadTime("as_of"), help="Only edges valid at this time.")
 @json_option
-def neighbors_cmd(entity: str, hops: int, as_of: str | None) -> None:
+def neighbors_cmd(entity: str, hops: int, as_of: TimePoint | None) -> None:
     """Entities within --hops edges of ENTITY."""
     found = state().memory(create=False).neighbors(entity, hops, as_of)
     rows_out(found, "neighbors", {"entity": FOLD, "hops": {"justify": "right"}, "via": FOLD},
@@ -161,10 +173,10 @@ def neighbors_cmd(entity: str, hops: int, as_of: str | None) -> None:
 @click.argument("source")
 @click.argument("target")
 @click.option("--max-hops", type=click.IntRange(min=1), default=3, show_default=True, help="Longest path.")
-@click.option("--as-of", metavar="TIME", help="Only edges valid at this time.")
+@click.option("--as-of", metavar="TIME", type=ReadTime("as_of"), help="Only edges valid at this time.")
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True, help="At most this many paths.")
 @json_option
-def path_cmd(source: str, target: str, max_hops: int, as_of: str | None, limit: int) -> None:
+def path_cmd(source: str, target: str, max_hops: int, as_of: TimePoint | None, limit: int) -> None:
     """Paths from SOURCE to TARGET through the graph."""
     found = state().memory(create=False).paths(source, target, max_hops, as_of, limit)
 
@@ -184,7 +196,8 @@ def entity_cmd(name: str) -> None:
     """Show entity NAME (or an alias): names, type, properties and current facts."""
     mem = state().memory(create=False)
     e = mem.entity(name)
-    facts = mem.facts(e.name, as_of=mem.now(), direction="both")
+    at = read_at(mem, None)
+    facts = mem.facts(e.name, as_of=at.when, direction="both")
 
     def human(con: Console) -> None:
         con.print(kv_table([
@@ -192,21 +205,22 @@ def entity_cmd(name: str) -> None:
             ("properties", dict(e.properties) if e.properties else None), ("created", fmt_time(e.created_at)),
         ], title=e.name))
         if facts:
-            con.print(fact_table(facts, title="current facts"))
+            con.print(fact_table(facts, title="current facts", at=at))
         else:
             nothing(con, "current facts")
 
-    emit({"entity": e.to_dict(), "facts": [f.to_dict() for f in facts]}, human)
+    emit({"entity": e.to_dict(), "facts": fact_dicts(facts, at)}, human)
 
 
 @click.command("search")
 @click.argument("text")
-@click.option("--as-of", metavar="TIME", help="Only facts valid at this time.")
+@click.option("--as-of", metavar="TIME", type=ReadTime("as_of"), help="Only facts valid at this time.")
 @click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True, help="At most this many.")
 @json_option
-def search_cmd(text: str, as_of: str | None, limit: int) -> None:
+def search_cmd(text: str, as_of: TimePoint | None, limit: int) -> None:
     """Facts whose entity or predicate names contain TEXT."""
-    facts_out(state().memory(create=False).search_facts(text, as_of=as_of, limit=limit), "matches")
+    mem = state().memory(create=False)
+    facts_out(mem.search_facts(text, as_of=as_of, limit=limit), "matches", at=read_at(mem, as_of))
 
 
 @click.command("stats")

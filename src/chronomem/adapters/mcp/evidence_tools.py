@@ -25,6 +25,7 @@ from ...memory import Memory
 from ...service.evidence import MAX_EPISODE_CHARS, Episode, Hit
 from .fact_tools import (
     _TIME_HELP,
+    KnownAt,
     Literal_,
     ObjectValue,
     Predicate,
@@ -102,16 +103,17 @@ Facts = Annotated[list[RememberFact], Field(
 Question = Annotated[str, Field(description="The question you are about to answer, in plain words; entity "
                                             "names in it select their facts.",
                                 examples=["Who leads the platform team and what did we decide about Postgres?"])]
-At = Annotated[str | None, Field(description=_th("Answer as of this time: facts valid then and evidence "
-                                                 "recorded by then (default now)."), examples=["last March"])]
+At = Annotated[str | None, Field(description=_th("Answer as of this time: facts valid then and evidence said "
+                                                 "by then (default now)."), examples=["last March"])]
 Budget = Annotated[int, Field(description="Token budget of the packed text (about 4 characters per token).",
                               ge=1, le=100_000, examples=[1500])]
 Query = Annotated[str, Field(description="What to look for, in words (keywords or a question).",
                              examples=["design review date"])]
 K = Annotated[int, Field(description="At most this many hits.", ge=1, le=1000, examples=[10])]
 ViewArg = Annotated[Literal["as_world", "as_recorded", "raw"], Field(
-    description="'as_world': what is true at `at` (skips evidence that was superseded, or whose facts have all "
-                "ended); 'as_recorded': everything recorded by `at`; 'raw': every episode.",
+    description="'as_world': what was said or happened by `at` and still held then (skips evidence a later "
+                "episode superseded by `at`, or whose facts had all ended by `at`); 'as_recorded': everything the "
+                "memory had stored by `at`, superseded or not (audit); 'raw': every episode.",
     examples=["as_world"])]
 SearchAt = Annotated[str | None, Field(description=_th("The time the view is taken at (default now)."),
                                        examples=["2026-06"])]
@@ -143,7 +145,8 @@ def compact_episode(ep: Episode, tz: _dt.tzinfo) -> dict[str, Any]:
         out["metadata"] = dict(ep.metadata)
     if ep.mentions:
         out["mentions"] = [{"phrase": m.phrase, "start": m.start.astimezone(tz).date().isoformat(),
-                            "end": m.end.astimezone(tz).date().isoformat()} for m in ep.mentions]
+                            "end": m.end.astimezone(tz).date().isoformat(),
+                            **({} if m.certain else {"certain": False})} for m in ep.mentions]
     if ep.fact_ids:
         out["fact_ids"] = list(ep.fact_ids)
     if ep.superseded_by:
@@ -266,13 +269,15 @@ def register(server: MCPServer[Any], mem: Memory) -> None:
                                    "facts": [compact_fact(f) for f in recorded]})
 
     @tool("recall", "Recall what the memory knows", read_only=True, idempotent=True)
-    def recall(question: Question, at: At = None, budget_tokens: Budget = 1500) -> CallToolResult:
+    def recall(question: Question, at: At = None, known_at: KnownAt = None,
+               budget_tokens: Budget = 1500) -> CallToolResult:
         """Everything the memory knows for a question, packed for your prompt: the facts about the entities it
         names (valid at `at`, default now), what used to be true about them (marked "Earlier", with what ended
         it), then the evidence episodes that best match, each with a citation id in [brackets]. Call this
         before answering anything about past decisions, people or project state, and cite the ids you use."""
         call = _Call(mem)
-        r = mem.recall(question, at=call.time("at", at), budget_tokens=budget_tokens)
+        r = mem.recall(question, at=call.time("at", at), known_at=call.time("known_at", known_at),
+                       budget_tokens=budget_tokens)
         lines = r.text.splitlines() or [f"nothing recalled for {question!r} (no matching facts or evidence)"]
         data = r.to_dict()  # the same keys, with facts and hits in their compact form
         data["facts"] = [compact_fact(f) for f in r.facts]
@@ -286,6 +291,7 @@ def register(server: MCPServer[Any], mem: Memory) -> None:
         k: K = 10,
         view: ViewArg = "as_world",
         at: SearchAt = None,
+        known_at: KnownAt = None,
         session: SearchSession = None,
         since: Since = None,
         until: Until = None,
@@ -294,8 +300,8 @@ def register(server: MCPServer[Any], mem: Memory) -> None:
         (bm25 / dense ranks) and the facts each supports, flagged current or history (ended, superseded by ...).
         Prefer `recall` to answer a question; use search to dig for specific evidence. Cite hits by [id]."""
         call = _Call(mem)
-        hits = mem.search(query, k=k, view=view, at=call.time("at", at), session=session,
-                          since=call.time("since", since), until=call.time("until", until))
+        hits = mem.search(query, k=k, view=view, at=call.time("at", at), known_at=call.time("known_at", known_at),
+                          session=session, since=call.time("since", since), until=call.time("until", until))
         lines: list[str] = []
         out: list[dict[str, Any]] = []
         for i, hit in enumerate(hits, 1):

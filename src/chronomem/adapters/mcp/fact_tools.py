@@ -262,6 +262,7 @@ def register(server: MCPServer[Any], mem: Memory) -> None:
                                                             examples=[{"team": "infra"}])] = None,
         literal: Annotated[bool | None, Field(description="Whether the object is a literal value.",
                                                examples=[True])] = None,
+        reason: Reason = None,
     ) -> CallToolResult:
         """The record was wrong (a typo, a wrong date): write a corrected version of fact `fact_id`.
 
@@ -281,7 +282,7 @@ def register(server: MCPServer[Any], mem: Memory) -> None:
             changes["valid_to"] = None if valid_to.strip().lower() in ("", "open") else call.time("valid_to", valid_to)
         if not changes:
             raise InvalidInputError("nothing to change: pass at least one field besides fact_id")
-        f = mem.correct(fact_id, **changes)
+        f = mem.correct(fact_id, reason=reason, **changes)
         return call.result([f"corrected: {f.line()}"], {"fact": compact_fact(f)})
 
     @tool("fact_retract", "Retract a fact", read_only=False, destructive=True)

@@ -70,6 +70,8 @@ def compact_fact(f: Fact) -> dict[str, Any]:
         out["episode_id"] = f.episode_id
     if f.properties:
         out["properties"] = dict(f.properties)
+    if f.ended_by is not None:  # what ended it, then the fact or reason that did
+        out["ended_by"] = f.ended_by.value
     if f.ended_reason:
         out["ended_reason"] = f.ended_reason
     if f.invalidated_by:

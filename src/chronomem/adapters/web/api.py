@@ -2,10 +2,15 @@
 conflicts, evidence search, episodes), the four fact writes and adding an
 episode. Every handler runs the blocking memory
 call in a worker thread and answers JSON; errors go through
-:func:`chronomem.adapters.web.errors.error_response`."""
+:func:`chronomem.adapters.web.errors.error_response`.
+
+A read's time parameters (``as_of``, ``known_at``, ``at``, ``start``,
+``end``, ``t1``, ``t2``) take ISO or a time phrase and are echoed resolved in
+the answer's ``times``; the times a write's body carries stay strict ISO."""
 
 from __future__ import annotations
 
+import datetime as _dt
 import inspect
 import json
 from typing import Any, Awaitable, Callable
@@ -15,6 +20,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from ...core.phrases import ResolvedTime
+from ...core.time import TimePoint
 from ...errors import InvalidInputError
 from ...memory import Memory
 from . import data, evidence
@@ -65,23 +72,53 @@ def _only(body: dict[str, Any], allowed: set[str], what: str) -> None:
 Handler = Callable[[Request], Awaitable[Response]]
 
 
+class _Times:
+    """One request's read-basis query parameters (``as_of``, ``known_at``,
+    ``at``, ``start``, ``t1``, ...): each read by :meth:`Memory.resolve_time`
+    (ISO or a time phrase such as ``yesterday`` or ``April 2022``) against one
+    store-clock "now", and echoed as ``"times"`` (``{"as_of": "2022-04"}``).
+    A bad value is an ``InvalidTimeError`` naming the parameter (a 400)."""
+
+    def __init__(self, mem: Memory, request: Request) -> None:
+        self._mem = mem
+        self._query = request.query_params
+        self._now: _dt.datetime | None = None
+        self.resolved: dict[str, ResolvedTime] = {}
+
+    def get(self, name: str) -> TimePoint | None:
+        value = self._query.get(name)
+        if value is None or not value.strip():
+            return None
+        if self._now is None:
+            self._now = self._mem.now()
+        rt = self._mem.resolve_time(value, name, now=self._now)
+        self.resolved[name] = rt
+        return rt.point
+
+    def basis(self) -> data.Basis:
+        return data.parse_basis(self._mem, self.get("as_of"), self.get("known_at"))
+
+    def echo(self, out: dict[str, Any]) -> dict[str, Any]:
+        """``out`` with the ``times`` the request's read bases resolved to."""
+        out["times"] = {name: rt.render(self._mem.tz) for name, rt in self.resolved.items()}
+        return out
+
+
 def api_routes(mem: Memory) -> list[Route]:
     """The ``/api`` routes bound to ``mem``."""
-
-    def basis(request: Request) -> data.Basis:
-        q = request.query_params
-        return data.parse_basis(mem, q.get("as_of"), q.get("known_at"))
 
     async def get_facts(request: Request) -> Response:
         q = request.query_params
 
         def run() -> dict[str, Any]:
-            b = basis(request)
+            t = _Times(mem, request)
+            b = t.basis()
             limit = _limit(q.get("limit"))
             facts = mem.facts(q.get("subject") or None, q.get("predicate") or None, q.get("object") or None,
                               as_of=b.as_of, known_at=b.known_at, direction=q.get("direction") or "out",
                               limit=limit)
-            return {"basis": b.to_dict(), "count": len(facts), "limit": limit, "facts": [f.to_dict() for f in facts]}
+            return t.echo({"basis": b.to_dict(), "count": len(facts), "limit": limit,
+                           "facts": [b.fact(f) for f in facts]})
 
         return JSONResponse(await run_in_threadpool(run))
 
@@ -89,33 +126,43 @@ def api_routes(mem: Memory) -> list[Route]:
         name = request.path_params["name"]
 
         def run() -> dict[str, Any]:
-            b = basis(request)
+            t = _Times(mem, request)
+            b = t.basis()
             ent = mem.entity(name)
             at = b.as_of if b.as_of is not None else b.now
             facts = mem.facts(ent.name, as_of=at, known_at=b.known_at, direction="both")
-            return {"basis": b.to_dict(), "entity": ent.to_dict(), "facts": [f.to_dict() for f in facts]}
+            return t.echo({"basis": b.to_dict(), "entity": ent.to_dict(), "facts": [b.fact(f) for f in facts]})
 
         return JSONResponse(await run_in_threadpool(run))
 
     async def get_timeline(request: Request) -> Response:
         name = request.path_params["name"]
-        q = request.query_params
 
         def run() -> dict[str, Any]:
+            t = _Times(mem, request)
+            start, end = t.get("start"), t.get("end")
             ent = mem.entity(name)
-            events = mem.timeline(ent.name, q.get("start") or None, q.get("end") or None)
-            return {"entity": ent.to_dict(), "count": len(events), "events": [e.to_dict() for e in events]}
+            events = mem.timeline(ent.name, start, end)
+            return t.echo({"entity": ent.to_dict(), "count": len(events), "events": [e.to_dict() for e in events]})
 
         return JSONResponse(await run_in_threadpool(run))
 
     async def get_diff(request: Request) -> Response:
         q = request.query_params
-        return JSONResponse(await run_in_threadpool(
-            lambda: data.diff_view(mem, basis(request), q.get("t1"), q.get("t2"), q.get("axis"),
-                                   q.get("subject"), q.get("predicate"))))
+
+        def run() -> dict[str, Any]:
+            t = _Times(mem, request)
+            return t.echo(data.diff_view(mem, t.basis(), t.get("t1"), t.get("t2"), q.get("axis"),
+                                         q.get("subject"), q.get("predicate")))
+
+        return JSONResponse(await run_in_threadpool(run))
 
     async def get_conflicts(request: Request) -> Response:
-        return JSONResponse(await run_in_threadpool(lambda: data.conflicts_view(mem, basis(request))))
+        def run() -> dict[str, Any]:
+            t = _Times(mem, request)
+            return t.echo(data.conflicts_view(mem, t.basis()))
+
+        return JSONResponse(await run_in_threadpool(run))
 
     async def post_fact(request: Request) -> Response:
         body = await _body(request)
@@ -157,9 +204,13 @@ def api_routes(mem: Memory) -> list[Route]:
 
     async def get_search(request: Request) -> Response:
         q = request.query_params
-        return JSONResponse(await run_in_threadpool(
-            lambda: evidence.search_view(mem, q.get("q"), q.get("view"), q.get("at"), q.get("k"),
-                                         require_query=True)))
+
+        def run() -> dict[str, Any]:
+            t = _Times(mem, request)
+            return t.echo(evidence.search_view(mem, q.get("q"), q.get("view"), t.get("at"), q.get("k"),
+                                               known_at=t.get("known_at"), require_query=True))
+
+        return JSONResponse(await run_in_threadpool(run))
 
     async def get_episode(request: Request) -> Response:
         episode_id = request.path_params["episode_id"]

@@ -87,7 +87,8 @@ def _page_routes(mem: Memory) -> list[BaseRoute]:
 
     def search(request: Request) -> Mapping[str, Any]:
         q = request.query_params
-        return evidence.search_view(mem, q.get("q"), q.get("view"), q.get("at"), q.get("k"))
+        return evidence.search_view(mem, q.get("q"), q.get("view"), q.get("at"), q.get("k"),
+                                    known_at=q.get("known_at"))
 
     def episode(request: Request) -> Mapping[str, Any]:
         return evidence.episode_view(mem, request.path_params["episode_id"])

@@ -10,8 +10,9 @@ import threading
 from collections import defaultdict
 from typing import Any
 
+from ...core.basis import believed_at, fact_dict_at
 from ...core.models import Fact, FactBar
-from ...core.time import TimePoint, format_us, to_us
+from ...core.time import TimeLike, TimePoint, format_us, to_us
 from ...errors import InvalidInputError
 from ...memory import Memory
 from .svg import Bar, GraphEdge, GraphNode
@@ -23,6 +24,7 @@ __all__ = [
     "entity_view",
     "graph_view",
     "index_view",
+    "param_time",
     "parse_basis",
 ]
 
@@ -48,6 +50,21 @@ class Basis:
     def cursor_us(self) -> int:
         return self.as_of.us if self.as_of is not None else to_us(self.now)
 
+    @property
+    def valid_at(self) -> _dt.datetime:
+        """The valid-time instant facts are judged at: ``as_of``, else now."""
+        return self.as_of.datetime if self.as_of is not None else self.now
+
+    def fact(self, f: Fact, *, believed_now: bool = False) -> dict[str, Any]:
+        """``f.to_dict()`` with its status at this basis: ``status_at_basis``
+        (``valid``/``ended``/``not_yet`` at ``as_of`` or now) and
+        ``believed_at_basis`` (the version was the belief at ``known_at``, or
+        now with ``believed_now`` or an unpinned ``known_at``)."""
+        out = fact_dict_at(f, self.valid_at)
+        known = None if believed_now or self.known_at is None else self.known_at.datetime
+        out["believed_at_basis"] = believed_at(f, known)
+        return out
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "as_of": str(self.as_of) if self.as_of is not None else None,
@@ -56,15 +73,18 @@ class Basis:
         }
 
 
-def _param_time(mem: Memory, value: str | None, field: str) -> TimePoint | None:
-    if value is None or not value.strip():
+def param_time(mem: Memory, value: TimeLike | None, field: str) -> TimePoint | None:
+    """A read-basis parameter (``as_of``, ``known_at``, ``at``, ``t1``...):
+    ISO or a time phrase, read by :meth:`Memory.resolve_time` (an already
+    resolved :class:`TimePoint` passes through); empty: not given."""
+    if value is None or (isinstance(value, str) and not value.strip()):
         return None
-    return mem.parse_time(value, field)
+    return mem.resolve_time(value, field).point
 
 
-def parse_basis(mem: Memory, as_of: str | None, known_at: str | None) -> Basis:
+def parse_basis(mem: Memory, as_of: TimeLike | None, known_at: TimeLike | None) -> Basis:
     """Read the ``as_of``/``known_at`` query parameters (raises InvalidTimeError)."""
-    return Basis(_param_time(mem, as_of, "as_of"), _param_time(mem, known_at, "known_at"), mem.now())
+    return Basis(param_time(mem, as_of, "as_of"), param_time(mem, known_at, "known_at"), mem.now())
 
 
 def _page_number(value: str | None) -> int:
@@ -80,7 +100,7 @@ def _page_number(value: str | None) -> int:
 
 
 def _obj_text(f: Fact) -> str:
-    return repr(f.object) if f.literal else str(f.object)
+    return f.object_text
 
 
 # -- recent changes -------------------------------------------------------
@@ -127,7 +147,7 @@ def index_view(mem: Memory, basis: Basis, q: str | None, limit: int = RECENT) ->
     }
     if q is not None and q.strip():
         found = mem.search_facts(q, as_of=basis.as_of, limit=100)
-        out["results"] = [f.to_dict() for f in found]
+        out["results"] = [basis.fact(f, believed_now=True) for f in found]
         # search_facts reads what the store believes now: say so when known_at was pinned
         out["search_known_at"] = "now"
     return out
@@ -150,7 +170,7 @@ def entity_view(mem: Memory, name: str, basis: Basis, page: str | None = None) -
     pno = _page_number(page)
     known = basis.known_at.datetime if basis.known_at is not None else None
     at: TimePoint | _dt.datetime = basis.as_of if basis.as_of is not None else basis.now
-    current = mem.facts(entity.name, as_of=at, known_at=basis.known_at, direction="both")
+    valid = mem.facts(entity.name, as_of=at, known_at=basis.known_at, direction="both")
     versions = mem.history(entity.name, direction="both")
     if known is not None:
         versions = [v for v in versions if v.system_from <= known]
@@ -169,14 +189,15 @@ def entity_view(mem: Memory, name: str, basis: Basis, page: str | None = None) -
     return {
         "basis": basis.to_dict(),
         "entity": entity.to_dict(),
-        "current": [f.to_dict() for f in current],
+        # the facts valid at as_of (or now), as believed at known_at
+        "valid_at_basis": [basis.fact(f) for f in valid],
         "timeline": {
             "cursor": str(basis.as_of) if basis.as_of is not None else format_us(basis.cursor_us, 6),
             "total": len(bars),
             "statuses": dict(sorted(status_counts.items())),
             "bars": [dataclasses.asdict(b) for b in shown_bars],
         },
-        "history": [f.to_dict() for f in shown_hist],
+        "history": [basis.fact(f) for f in shown_hist],
         "history_total": len(versions),
         "page": pno,
         "pages": pages,
@@ -241,7 +262,7 @@ def _parent(via: tuple[Fact, ...], name: str) -> str | None:
 
 
 # -- diff and conflicts ---------------------------------------------------
-def diff_view(mem: Memory, basis: Basis, t1: str | None, t2: str | None, axis: str | None,
+def diff_view(mem: Memory, basis: Basis, t1: TimeLike | None, t2: TimeLike | None, axis: str | None,
               subject: str | None = None, predicate: str | None = None) -> dict[str, Any]:
     """Added, removed and changed facts between ``t1`` and ``t2``. On the valid
     axis the reads are pinned at ``known_at``; on the system axis at ``as_of``."""
@@ -250,7 +271,7 @@ def diff_view(mem: Memory, basis: Basis, t1: str | None, t2: str | None, axis: s
         raise InvalidInputError(f"axis must be 'valid' or 'system', not {ax!r}")
     if not t1 or not t2:
         raise InvalidInputError("diff needs both t1 and t2 (e.g. ?t1=2020&t2=2024)")
-    a, b = mem.parse_time(t1, "t1"), mem.parse_time(t2, "t2")
+    a, b = mem.resolve_time(t1, "t1").point, mem.resolve_time(t2, "t2").point
     subj = subject or None
     pred = predicate or None
     if ax == "valid":
@@ -260,8 +281,8 @@ def diff_view(mem: Memory, basis: Basis, t1: str | None, t2: str | None, axis: s
     return {
         "basis": basis.to_dict(),
         "t1": str(a), "t2": str(b), "axis": ax, "subject": subj, "predicate": pred,
-        "added": [f.to_dict() for f in d.added],
-        "removed": [f.to_dict() for f in d.removed],
+        "added": [basis.fact(f) for f in d.added],
+        "removed": [basis.fact(f) for f in d.removed],
         "changed": [c.to_dict() for c in d.changed],
         "unchanged_count": len(d.unchanged),
     }
@@ -271,4 +292,5 @@ def conflicts_view(mem: Memory, basis: Basis) -> dict[str, Any]:
     """Facts of one (subject, predicate) valid at the same time (``as_of``:
     at that instant; unpinned: anywhere in history), as believed at ``known_at``."""
     found = mem.conflicts(basis.as_of, known_at=basis.known_at)
-    return {"basis": basis.to_dict(), "conflicts": [c.to_dict() for c in found], "count": len(found)}
+    conflicts = [{**c.to_dict(), "facts": [basis.fact(f) for f in c.facts]} for c in found]
+    return {"basis": basis.to_dict(), "conflicts": conflicts, "count": len(found)}

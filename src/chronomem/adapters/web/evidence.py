@@ -5,12 +5,15 @@ JSON-ready dicts: the pages' ``.json`` twins and the answers of
 
 from __future__ import annotations
 
+import datetime as _dt
 from typing import Any
 
-from ...core.time import format_us, to_us
+from ...core.basis import status_at
+from ...core.time import TimeLike, format_us, to_us
 from ...errors import InvalidInputError, NotFoundError
 from ...memory import Memory
 from ...service.evidence import VIEWS, Hit
+from .data import param_time
 
 __all__ = ["DEFAULT_K", "MAX_K", "episode_view", "parse_k", "parse_view", "search_view"]
 
@@ -45,7 +48,8 @@ def _now_text(mem: Memory) -> str:
     return format_us(to_us(mem.now()), 7).replace(".000000", "")
 
 
-def _hit_dict(rank: int, hit: Hit) -> dict[str, Any]:
+def _hit_dict(rank: int, hit: Hit, at: _dt.datetime) -> dict[str, Any]:
+    """One hit; each fact note also says where the fact stands at ``at``, the view's basis."""
     ep = hit.episode
     return {
         "rank": rank,
@@ -53,7 +57,8 @@ def _hit_dict(rank: int, hit: Hit) -> dict[str, Any]:
         "score": hit.score,
         "parts": hit.parts.to_dict(),
         "facts": [
-            {"fact": n.fact.to_dict(), "current": n.current, "line": n.line(),
+            {"fact": n.fact.to_dict(), "current": n.current, "status_at_basis": status_at(n.fact, at),
+             "line": n.line(),
              "ended_at": n.fact.valid_to_text if not n.current else None,
              "superseded_by": n.superseded_by.to_dict() if n.superseded_by is not None else None}
             for n in hit.facts
@@ -65,17 +70,21 @@ def _hit_dict(rank: int, hit: Hit) -> dict[str, Any]:
     }
 
 
-def search_view(mem: Memory, q: str | None, view: str | None, at: str | None, k: str | None,
-                *, require_query: bool = False) -> dict[str, Any]:
+def search_view(mem: Memory, q: str | None, view: str | None, at: TimeLike | None, k: str | None,
+                *, known_at: TimeLike | None = None, require_query: bool = False) -> dict[str, Any]:
     """Evidence search: the hits of ``mem.search`` with their score parts,
     the facts each supports (current or history) and superseded annotations.
-    Without ``q`` (and ``require_query`` false) only the basis is returned."""
+    ``at`` is the view's time, ``known_at`` the system time it is known at
+    (both default now). Without ``q`` (and ``require_query`` false) only the
+    basis is returned."""
     v = parse_view(view)
     n = parse_k(k)
-    at_point = mem.parse_time(at, "at") if at is not None and at.strip() else None
+    at_point = param_time(mem, at, "at")  # read bases: ISO or a time phrase
+    known_point = param_time(mem, known_at, "known_at")
     query = q.strip() if q is not None and q.strip() else None
     out: dict[str, Any] = {
-        "basis": {"view": v, "at": str(at_point) if at_point is not None else None, "now": _now_text(mem), "k": n},
+        "basis": {"view": v, "at": str(at_point) if at_point is not None else None,
+                  "known_at": str(known_point) if known_point is not None else None, "now": _now_text(mem), "k": n},
         "namespace": mem.namespace,
         "query": query,
         "count": None,
@@ -85,8 +94,9 @@ def search_view(mem: Memory, q: str | None, view: str | None, at: str | None, k:
         if require_query:
             raise InvalidInputError("search needs a query: ?q=...")
         return out
-    hits = mem.search(query, k=n, view=v, at=at_point)
-    out["hits"] = [_hit_dict(i + 1, h) for i, h in enumerate(hits)]
+    hits = mem.search(query, k=n, view=v, at=at_point, known_at=known_point)
+    basis_at = at_point.datetime if at_point is not None else mem.now()
+    out["hits"] = [_hit_dict(i + 1, h, basis_at) for i, h in enumerate(hits)]
     out["count"] = len(hits)
     return out
 
@@ -105,7 +115,8 @@ def episode_view(mem: Memory, episode_id: str) -> dict[str, Any]:
                 by = mem.fact(f.invalidated_by).to_dict()
             except NotFoundError:  # pragma: no cover - the id comes from the store
                 by = None
-        facts.append({"fact": f.to_dict(), "current": current, "ended_at": None if current else f.valid_to_text,
+        facts.append({"fact": f.to_dict(), "current": current, "status_at_basis": status_at(f, now),
+                      "ended_at": None if current else f.valid_to_text,
                       "superseded_by": by})
     superseded_by: dict[str, Any] | None = None
     if ep.superseded_by:

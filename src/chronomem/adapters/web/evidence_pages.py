@@ -16,8 +16,8 @@ __all__ = ["episode_page", "episode_url", "search_page"]
 SNIPPET = 400
 
 _VIEW_HELP = {
-    "as_world": "what was recorded by <i>at</i> and not superseded at <i>at</i>",
-    "as_recorded": "everything recorded by <i>at</i>, superseded or not",
+    "as_world": "what had been said by <i>at</i> and was not superseded by then",
+    "as_recorded": "everything stored by <i>at</i>, superseded or not",
     "raw": "every episode, whenever recorded",
 }
 
@@ -38,6 +38,7 @@ def _search_form(data: Mapping[str, Any]) -> str:
         f'<input name="q" value="{esc(data.get("query") or "")}" placeholder="what was said about ..." size="40"> '
         f'view <select name="view">{opts}</select> '
         f'at <input name="at" value="{esc(b.get("at") or "")}" placeholder="now"> '
+        f'known at <input name="known_at" value="{esc(b.get("known_at") or "")}" placeholder="now"> '
         f'k <input name="k" value="{esc(b["k"])}" size="3"> <button>search</button></form>'
     )
 
@@ -45,11 +46,13 @@ def _search_form(data: Mapping[str, Any]) -> str:
 def _basis_bar(data: Mapping[str, Any]) -> str:
     b = data["basis"]
     at = f"<b>{esc(b['at'])}</b>" if b.get("at") else f"<b>now</b> ({esc(b['now'])})"
-    return (f'<div class="basis" id="basis">Basis: view <b>{esc(b["view"])}</b> at {at} · '
+    known = f" as known at <b>{esc(b['known_at'])}</b>" if b.get("known_at") else ""
+    return (f'<div class="basis" id="basis">Basis: view <b>{esc(b["view"])}</b> at {at}{known} · '
             f'<span class="muted">{_VIEW_HELP[b["view"]]}</span> · top {esc(b["k"])}</div>')
 
 
-def _fact_rows(notes: Sequence[Mapping[str, Any]]) -> str:
+def _fact_rows(notes: Sequence[Mapping[str, Any]], at: str | None = None) -> str:
+    """The facts an episode supports, each tagged at the basis ``at`` (``None``: now)."""
     if not notes:
         return '<p class="muted">supports no fact</p>'
     rows = []
@@ -57,7 +60,13 @@ def _fact_rows(notes: Sequence[Mapping[str, Any]]) -> str:
         f = n["fact"]
         obj = (f"<code>{esc(repr(f['object']))}</code>" if f.get("literal")
                else f'<a href="{esc(entity_url(str(f["object"])))}">{esc(f["object"])}</a>')
-        state = '<span class="tag current">current</span>' if n["current"] else '<span class="tag">history</span>'
+        # a note's "current" means "not ended at the basis": say which basis, and when it starts later
+        if n.get("status_at_basis") == "not_yet":
+            state = f'<span class="tag not_yet">starts {esc(f.get("valid_from"))}</span>'
+        elif n["current"]:
+            state = f'<span class="tag current">{esc(f"valid at {at}" if at else "current")}</span>'
+        else:
+            state = '<span class="tag">history</span>'
         extra = ""
         if not n["current"]:
             extra = f' <span class="muted">ended {esc(n.get("ended_at") or f.get("valid_to") or "?")}</span>'
@@ -96,7 +105,9 @@ def _meta_line(ep: Mapping[str, Any]) -> str:
 
 def search_page(data: Mapping[str, Any]) -> str:
     b = data["basis"]
-    params = {"q": data.get("query"), "view": b["view"], "at": b.get("at"), "k": b["k"]}
+    params = {"q": data.get("query"), "view": b["view"], "at": b.get("at"), "known_at": b.get("known_at"),
+              "k": b["k"]}
+    at = b.get("at")
     parts = [_search_form(data)]
     hits = data.get("hits")
     if hits is None:
@@ -125,7 +136,7 @@ def search_page(data: Mapping[str, Any]) -> str:
             f'<span class="muted">score {esc(format(h["score"], ".4g"))}</span></h2>'
             f'<p class="muted">{_meta_line(ep)}</p>'
             + (f'<p class="note">{" · ".join(notes)}</p>' if notes else "")
-            + f'<blockquote class="text">{shown}</blockquote>{_parts(h["parts"])}{_fact_rows(h["facts"])}</div>'
+            + f'<blockquote class="text">{shown}</blockquote>{_parts(h["parts"])}{_fact_rows(h["facts"], at)}</div>'
         )
     return layout("Evidence search", "".join(parts), json_href="/search.json" + qs(params), basis_html=_basis_bar(data))
 

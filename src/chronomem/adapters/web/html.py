@@ -8,6 +8,8 @@ from html import escape
 from typing import Any, Iterable, Mapping, Sequence
 from urllib.parse import quote, urlencode
 
+from ...core.basis import BASIS_STATUSES, status_label
+
 __all__ = ["basis_form", "entity_url", "esc", "fact_table", "layout", "qs"]
 
 
@@ -38,7 +40,7 @@ _CSS = (
     ".basis{background:#fff7ed;border:1px solid #fed7aa;padding:6px 10px;margin:8px 0}\n"
     ".basis form{display:inline}.basis input{width:12em}"
     ".tag{display:inline-block;padding:0 6px;border-radius:8px;background:#e5e7eb;font-size:12px}\n"
-    ".tag.current{background:#dbeafe}.tag.retracted{background:#fee2e2}"
+    ".tag.current,.tag.valid{background:#dbeafe}.tag.retracted{background:#fee2e2}"
     ".err{background:#fee2e2;border:1px solid #fca5a5;padding:8px}\n"
     ".legend span{margin-right:12px}"
     ".legend i{display:inline-block;width:18px;height:9px;margin-right:4px;border:1px solid #555}\n"
@@ -106,7 +108,7 @@ def fact_table(facts: Sequence[Mapping[str, Any]], basis_params: Mapping[str, An
             elif c == "interval":
                 cells.append(esc(f"[{f.get('valid_from') or '…'}, {f.get('valid_to') or '…'})"))
             elif c == "status":
-                cells.append(_status(f))
+                cells.append(_status(f, basis_params.get("as_of")))
             elif c == "system":
                 cells.append(esc(f"[{f.get('system_from')}, {f.get('system_to') or '…'})"))
             elif c == "id":
@@ -121,10 +123,14 @@ def fact_table(facts: Sequence[Mapping[str, Any]], basis_params: Mapping[str, An
     return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
 
 
-def _status(f: Mapping[str, Any]) -> str:
-    if f.get("system_to"):
-        kind = f.get("ended_reason") or "closed"
+def _status(f: Mapping[str, Any], as_of: str | None) -> str:
+    """The fact's status at the page's basis (``status_at_basis`` of the twin):
+    a version no longer believed at ``known_at`` shows how it was closed."""
+    if f.get("system_to") and not f.get("believed_at_basis"):
+        kind = f.get("ended_by") or "closed"
         return f'<span class="tag {esc(kind)}">{esc(kind)}</span>'
-    if f.get("current"):
-        return '<span class="tag current">valid now</span>'
-    return '<span class="tag">not valid now</span>'
+    status = f.get("status_at_basis")
+    if status not in BASIS_STATUSES:  # a fact dict built without a basis
+        return ""
+    text = status_label(status, basis=as_of, valid_from=f.get("valid_from"), valid_to=f.get("valid_to"))
+    return f'<span class="tag {esc(status)}">{esc(text)}</span>'

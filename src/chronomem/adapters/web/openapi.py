@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...core.models import CloseKind
+from ...core.phrases import PHRASE_HELP
 from ...service.evidence import MAX_EPISODE_CHARS
 
 __all__ = ["openapi_document"]
@@ -19,8 +21,17 @@ def _p(name: str, description: str) -> dict[str, Any]:
     return {"name": name, "in": "path", "required": True, "description": description, "schema": {"type": "string"}}
 
 
-_AS_OF = _q("as_of", "valid time to read at (ISO 8601, partial dates allowed); omitted: all of history or now")
-_KNOWN_AT = _q("known_at", "system time to read at (what the store believed then); omitted: now")
+def _tq(name: str, description: str, *, required: bool = False) -> dict[str, Any]:
+    """A read-basis query parameter: ISO or a time phrase, echoed in the answer's ``times``."""
+    return _q(name, f"{description}; {PHRASE_HELP} (resolved against the store clock in the memory's timezone, "
+              "echoed in `times`)", required=required)
+
+
+_AS_OF = _tq("as_of", "valid time to read at; omitted: all of history or now")
+_KNOWN_AT = _tq("known_at", "system time to read at (what the store believed then); omitted: now")
+#: the echo of a read's time parameters
+_TIMES = {"type": "object", "additionalProperties": {"type": "string"},
+          "description": "each read-basis parameter given, as resolved, at its precision: {\"as_of\": \"2022-04\"}"}
 _ERR = {"$ref": "#/components/schemas/Error"}
 
 
@@ -42,10 +53,13 @@ _FACT = {"$ref": "#/components/schemas/Fact"}
 _FACT_RESULT = {"type": "object", "properties": {"fact": _FACT}}
 _TIME = {"type": "string", "description": "ISO 8601 time; partial dates like 2024 or 2024-03 keep their precision"}
 _EPISODE = {"$ref": "#/components/schemas/Episode"}
+_NOTE_STATUS = {"enum": ["valid", "ended", "not_yet"],
+                "description": "where the fact's valid interval lies relative to the basis (search: at; episode: now)"}
 _EPISODE_VIEW = {"type": "object", "properties": {
     "now": {"type": "string"}, "namespace": {"type": "string"}, "episode": _EPISODE,
     "facts": {"type": "array", "items": {"type": "object", "properties": {
         "fact": _FACT, "current": {"type": "boolean", "description": "false: the fact has ended (history)"},
+        "status_at_basis": _NOTE_STATUS,
         "ended_at": {"type": ["string", "null"]}, "superseded_by": {"oneOf": [_FACT, {"type": "null"}]}}}},
     "superseded_by": {"type": ["object", "null"], "description": "the later episode that overrides this one"}}}
 _HIT = {"type": "object", "properties": {
@@ -56,7 +70,8 @@ _HIT = {"type": "object", "properties": {
                              "dense_rank": {"type": ["integer", "null"]}, "time": {"type": "number"}}},
     "facts": {"type": "array", "description": "facts the episode supports, each current or history",
               "items": {"type": "object", "properties": {
-                  "fact": _FACT, "current": {"type": "boolean"}, "line": {"type": "string"},
+                  "fact": _FACT, "current": {"type": "boolean", "description": "not ended at the view's at"},
+                  "status_at_basis": _NOTE_STATUS, "line": {"type": "string"},
                   "ended_at": {"type": ["string", "null"]}, "superseded_by": {"oneOf": [_FACT, {"type": "null"}]}}}},
     "history": {"type": "boolean", "description": "every fact it supports has ended"},
     "superseded": {"type": ["object", "null"], "description": "{by, at}: a later episode overrides this one"}}}
@@ -81,8 +96,21 @@ def openapi_document() -> dict[str, Any]:
                     "object": {}, "valid_from": {"type": ["string", "null"]}, "valid_to": {"type": ["string", "null"]},
                     "system_from": {"type": "string"}, "system_to": {"type": ["string", "null"]},
                     "confidence": {"type": "number"}, "source": {"type": ["string", "null"]},
-                    "current": {"type": "boolean"}, "literal": {"type": "boolean"}, "version": {"type": "integer"},
-                    "ended_reason": {"type": ["string", "null"]}, "invalidated_by": {"type": ["string", "null"]}}},
+                    "current": {"type": "boolean", "description": "believed now and valid now (whatever the basis)"},
+                    "status_at_basis": {"enum": ["valid", "ended", "not_yet"],
+                                        "description": "reads only: where the valid interval lies relative to the "
+                                                       "basis as_of (or now)"},
+                    "believed_at_basis": {"type": "boolean",
+                                          "description": "reads only: this version was believed at the basis "
+                                                         "known_at (or now)"},
+                    "literal": {"type": "boolean"}, "version": {"type": "integer"},
+                    "ended_by": {"enum": [*(k.value for k in CloseKind), None],
+                                 "description": "what ended this version: why it stopped being believed, or "
+                                                "(believed) what cut its valid interval short"},
+                    "ended_reason": {"type": ["string", "null"],
+                                     "description": "the free-text reason given to invalidate/retract/correct"},
+                    "invalidated_by": {"type": ["string", "null"],
+                                       "description": "the id of the fact that superseded it"}}},
                 "Episode": {"type": "object", "properties": {
                     "id": {"type": "string"}, "text": {"type": "string"},
                     "occurred_at": {"type": ["string", "null"]}, "recorded_at": {"type": "string"},
@@ -121,7 +149,7 @@ def openapi_document() -> dict[str, Any]:
                     ],
                     "responses": {"200": _json({"type": "object", "properties": {
                         "basis": {"type": "object"}, "count": {"type": "integer"}, "limit": {"type": "integer"},
-                        "facts": {"type": "array", "items": _FACT}}}), **_errors(400)},
+                        "facts": {"type": "array", "items": _FACT}, "times": _TIMES}}), **_errors(400)},
                 },
                 "post": {
                     "summary": "add a fact (duplicates coalesce; single-valued predicates supersede)",
@@ -153,38 +181,43 @@ def openapi_document() -> dict[str, Any]:
                 "parameters": [_p("name", "entity name or alias"), _AS_OF, _KNOWN_AT],
                 "responses": {"200": _json({"type": "object", "properties": {
                     "basis": {"type": "object"}, "entity": {"type": "object"},
-                    "facts": {"type": "array", "items": _FACT}}}), **_errors(400, 404)}}},
+                    "facts": {"type": "array", "items": _FACT}, "times": _TIMES}}), **_errors(400, 404)}}},
             "/api/timeline/{name}": {"get": {
                 "summary": "chronological events about an entity on both time axes",
-                "parameters": [_p("name", "entity name or alias"), _q("start", "first instant (inclusive)"),
-                               _q("end", "last instant (exclusive)")],
+                "parameters": [_p("name", "entity name or alias"), _tq("start", "first instant (inclusive)"),
+                               _tq("end", "last instant (exclusive)")],
                 "responses": {"200": _json({"type": "object", "properties": {
                     "entity": {"type": "object"}, "count": {"type": "integer"},
-                    "events": {"type": "array", "items": {"type": "object"}}}}), **_errors(400, 404)}}},
+                    "events": {"type": "array", "items": {"type": "object"}}, "times": _TIMES}}),
+                    **_errors(400, 404)}}},
             "/api/diff": {"get": {
                 "summary": "facts added, removed and changed between t1 and t2",
-                "parameters": [_q("t1", "from", required=True), _q("t2", "to", required=True),
+                "parameters": [_tq("t1", "from", required=True), _tq("t2", "to", required=True),
                                _q("axis", "valid or system", schema={"type": "string", "enum": ["valid", "system"]}),
                                _q("subject", "only this entity"), _q("predicate", "only this predicate"),
-                               _q("as_of", "valid time pinned for a system-axis diff"),
-                               _q("known_at", "system time pinned for a valid-axis diff")],
+                               _tq("as_of", "valid time pinned for a system-axis diff"),
+                               _tq("known_at", "system time pinned for a valid-axis diff")],
                 "responses": {"200": _json({"type": "object", "properties": {
                     "added": {"type": "array", "items": _FACT}, "removed": {"type": "array", "items": _FACT},
-                    "changed": {"type": "array", "items": {"type": "object"}}}}), **_errors(400)}}},
+                    "changed": {"type": "array", "items": {"type": "object"}}, "times": _TIMES}}),
+                    **_errors(400)}}},
             "/api/search": {"get": {
                 "summary": "evidence search (BM25 and dense vectors fused), with score parts and the facts each hit "
                            "supports",
                 "parameters": [_q("q", "the question or words to search for", required=True),
-                               _q("view", "raw (every episode), as_recorded (recorded by `at`) or as_world (also not "
-                                  "superseded at `at`; default)",
+                               _q("view", "raw (every episode), as_recorded (what had been stored by `at`) or "
+                                  "as_world (what had been said by `at` and was not superseded by then, nor only "
+                                  "citing facts that had all ended; default)",
                                   schema={"type": "string", "enum": ["as_world", "as_recorded", "raw"]}),
-                               _q("at", "the instant the view is taken at (default now)"),
+                               _tq("at", "the instant the view is taken at (default now)"),
+                               _tq("known_at", "the system time the view is known at: only episodes, supersessions "
+                                  "and facts recorded by then (default now)"),
                                _q("k", "hits returned (1 to 100, default 10)",
                                   schema={"type": "integer", "minimum": 1, "maximum": 100})],
                 "responses": {"200": _json({"type": "object", "properties": {
-                    "basis": {"type": "object", "description": "view, at, now and k used"},
+                    "basis": {"type": "object", "description": "view, at, known_at, now and k used"},
                     "query": {"type": "string"}, "count": {"type": "integer"},
-                    "hits": {"type": "array", "items": _HIT}}}), **_errors(400)}}},
+                    "hits": {"type": "array", "items": _HIT}, "times": _TIMES}}), **_errors(400)}}},
             "/api/episodes": {"post": {
                 "summary": "store one piece of evidence verbatim and index it",
                 "security": [{"bearer": []}],
@@ -200,7 +233,7 @@ def openapi_document() -> dict[str, Any]:
                 "summary": "values of one (subject, predicate) valid at the same time",
                 "parameters": [_AS_OF, _KNOWN_AT],
                 "responses": {"200": _json({"type": "object", "properties": {
-                    "count": {"type": "integer"}, "conflicts": {"type": "array", "items": {"type": "object"}}}}),
-                    **_errors(400)}}},
+                    "count": {"type": "integer"}, "conflicts": {"type": "array", "items": {"type": "object"}},
+                    "times": _TIMES}}), **_errors(400)}}},
         },
     }

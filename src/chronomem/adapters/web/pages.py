@@ -97,8 +97,8 @@ def entity_page(data: Mapping[str, Any]) -> str:
         f'<p>type: <b>{esc(ent.get("type") or "—")}</b> · aliases: {aliases} · '
         f'<a href="{esc(entity_url(name, "/graph", bp))}">graph</a></p>',
         f"<table>{props}</table>" if props else "",
-        f'<h2>Facts valid {"as of " + esc(bp["as_of"]) if bp["as_of"] else "now"} ({len(data["current"])})</h2>',
-        _fold(len(data["current"]), "facts", fact_table(data["current"], bp)),
+        f'<h2>Facts valid {"at " + esc(bp["as_of"]) if bp["as_of"] else "now"} ({len(data["valid_at_basis"])})</h2>',
+        _fold(len(data["valid_at_basis"]), "facts", fact_table(data["valid_at_basis"], bp)),
         f'<h2>Timeline</h2><p class="muted">{tl["total"]} fact(s) over valid time, grouped by predicate; '
         f'cursor at {esc(tl["cursor"])}</p>',
         _LEGEND,
@@ -183,6 +183,11 @@ def diff_form_page(basis: Mapping[str, Any], message: str | None = None) -> str:
     return layout("Diff", err + _diff_form(), basis_html=basis_form(basis, "/diff"))
 
 
+def _with_interval(f: Mapping[str, Any]) -> str:
+    """A changed fact's object and valid interval (a change may be the interval alone)."""
+    return f"{f['object']} [{f.get('valid_from') or '…'}, {f.get('valid_to') or '…'})"
+
+
 def diff_page(data: Mapping[str, Any]) -> str:
     bp = _bp(data)
     keep = {k: data.get(k) for k in ("t1", "t2", "axis", "subject", "predicate")}
@@ -195,9 +200,12 @@ def diff_page(data: Mapping[str, Any]) -> str:
     for c in data["changed"]:
         old, new = c["old"], c["new"]
         rows.append(f'<tr><td><a href="{esc(entity_url(str(c["subject"]), "", bp))}">{esc(c["subject"])}</a></td>'
-                    f'<td>{esc(c["predicate"])}</td><td>{esc(old["object"])}</td><td>{esc(new["object"])}</td></tr>')
+                    f'<td>{esc(c["predicate"])}</td><td>{esc(_with_interval(old))}</td>'
+                    f'<td>{esc(_with_interval(new))}</td></tr>')
     parts.append(f'<h2>Changed ({len(rows)})</h2>')
-    parts.append(f'<table id="changed"><tr><th>subject</th><th>predicate</th><th>was</th><th>now</th></tr>'
+    # the columns are the two compared times, not "was"/"now"
+    parts.append(f'<table id="changed"><tr><th>subject</th><th>predicate</th><th>at {esc(data["t1"])}</th>'
+                 f'<th>at {esc(data["t2"])}</th></tr>'
                  f'{"".join(rows)}</table>'
                  if rows else '<p class="muted">none</p>')
     return layout("Diff", "".join(parts), json_href="/diff.json" + qs({**keep, **bp}),

@@ -12,8 +12,15 @@ from typing import Any, Callable, Iterable, Literal, Mapping, Sequence, cast
 
 from ...core.ids import new_id
 from ...core.models import Fact
-from ...core.time import Precision, TimeLike, TimePoint, from_us, to_us
-from ...errors import ConfirmationRequiredError, ConflictError, EpisodeNotFoundError, InvalidInputError, StoreError
+from ...core.time import Precision, TimeLike, TimePoint, from_us, local_datetime, to_us
+from ...errors import (
+    ConfirmationRequiredError,
+    ConflictError,
+    EpisodeNotFoundError,
+    InvalidInputError,
+    InvalidTimeError,
+    StoreError,
+)
 from ...store.protocol import EpisodeFilter, EpisodeRecord, EpisodeStore, EpisodeWriteTx, Store
 from ..reads import FactReads
 from ..scope import Scope
@@ -25,7 +32,7 @@ from .models import (
     Episode,
     TimeSpan,
 )
-from .timemention import resolve_mentions
+from .timemention import ambiguous_phrases, resolve_mentions
 from .vector import drop_ann_files
 
 __all__ = ["EpisodeNotFoundError", "Episodes", "episode_store"]
@@ -67,7 +74,7 @@ def index_parts(rec: EpisodeRecord, prev: EpisodeRecord | None, nxt: EpisodeReco
     in the session (a reply often names what the turn before it asked)."""
     context: list[str] = []
     if rec.occurred_at is not None:
-        d = from_us(rec.occurred_at).astimezone(tz)
+        d = local_datetime(rec.occurred_at, rec.occurred_prec, tz)
         context.append(f"{d.strftime('%B')} {d.year}")
     metadata = json.loads(rec.metadata) if rec.metadata else {}
     for key in _METADATA_TEXT_KEYS:
@@ -123,10 +130,11 @@ class Episodes:
         prep = _Prepared(text, occurred, recorded, opt_str(source, "source"), opt_str(session, "session"),
                          opt_str(speaker, "speaker"), meta_json)
         base_us = occurred.us if occurred is not None else recorded.us if recorded is not None else self._scope.now_us()
-        base = from_us(base_us).astimezone(self._scope.tz)
+        said = occurred if occurred is not None else recorded  # a calendar day is that day in the memory's zone
+        base = local_datetime(base_us, said.precision if said is not None else None, self._scope.tz)
         prep.mentions = [
-            (to_us(m.start), to_us(m.end), m.phrase, int(m.precision)) for m in resolve_mentions(text, base)
-        ]
+            (to_us(a), to_us(b), m.phrase, int(m.precision)) for m in resolve_mentions(text, base) for a, b in m.spans()
+        ]  # an ambiguous phrase: one row per candidate (timemention module docstring)
         return prep
 
     def _embed_prepared(self, preps: Sequence[_Prepared],
@@ -231,6 +239,7 @@ class Episodes:
         defaults to the episode's): if the episode or any fact is invalid,
         nothing is written. Returns the episode; its id sorts by creation time."""
         prep = self._prepare(text, occurred_at, recorded_at, source, session, speaker, metadata)
+        self._check_recorded([prep], indexed=False)
         fact_items = _fact_items(facts)
         vectors = self._embed_prepared([prep])
         rec = self._write_prepared([prep], vectors, fact_items)[0]
@@ -264,8 +273,27 @@ class Episodes:
                 raise
         if not preps:
             return []
+        self._check_recorded(preps, indexed=True)
         vectors = self._embed_prepared(preps, progress)
         return [r.id for r in self._write_prepared(preps, vectors)]
+
+    def _check_recorded(self, preps: Sequence[_Prepared], *, indexed: bool) -> None:
+        """A memory cannot have stored anything in its future: a given
+        ``recorded_at`` must not be later than the store's time
+        (:meth:`Scope.store_now`; the write's own system time is never
+        earlier). Checked once per call, before anything is embedded."""
+        given = [(i, p.recorded.us) for i, p in enumerate(preps) if p.recorded is not None]
+        if not given:
+            return
+        latest = to_us(self._scope.store_now())
+        for i, us in given:
+            if us > latest:
+                exc = InvalidTimeError(preps[i].recorded, "recorded_at",
+                                       f"later than the store's time {from_us(latest).isoformat()}: "
+                                       "an episode cannot be recorded in the future")
+                if indexed:
+                    exc.args = (f"item {i}: {exc}",)
+                raise exc
 
     def _require(self, episode_id: object) -> EpisodeRecord:
         if not isinstance(episode_id, str) or not episode_id.strip():
@@ -277,9 +305,12 @@ class Episodes:
 
     def supersede_episode(self, old_id: str, new_id: str) -> Episode:
         """Mark ``old_id`` as overridden by the later episode ``new_id`` (a
-        meeting moved from the 10th to the 12th). From ``new_id``'s
-        ``recorded_at`` on, the ``as_world`` view no longer returns ``old_id``.
-        Returns the old episode."""
+        meeting moved from the 10th to the 12th). The supersession takes
+        effect in valid time when ``new_id`` was said (its ``occurred_at``,
+        else its ``recorded_at``): from then on the ``as_world`` view no
+        longer returns ``old_id``, in reads as known at or after the time
+        the supersession is recorded (now, or ``new_id``'s ``recorded_at``
+        if that is later). Returns the old episode."""
         old = self._require(old_id)
         new = self._require(new_id)
         if old.id == new.id:
@@ -289,7 +320,10 @@ class Episodes:
         if old.superseded_by is not None:
             raise ConflictError(f"episode {old.id} is already superseded by {old.superseded_by}")
         with self._es.write() as tx:
-            tx.supersede_episode(old.rowid, new.id, max(new.recorded_at, old.recorded_at))
+            takes_effect = new.occurred_at if new.occurred_at is not None else new.recorded_at
+            # never recorded before either episode was: a read as known at K
+            # that applies it also sees the episode that overrides
+            tx.supersede_episode(old.rowid, new.id, takes_effect, max(tx.now, new.recorded_at, old.recorded_at))
             tx.bump_episode_generation()
         return self.episode(old.id)
 
@@ -356,13 +390,15 @@ class Episodes:
             cites = self._es.facts_citing_episodes(self._scope.ns_id, [rec.id]) if with_facts else []
             fact_ids = sorted({f for _e, f in cites})
         tz = self._scope.tz
+        unsure = ambiguous_phrases((phrase, a, b) for _r, a, b, phrase, _p in times)
         return Episode(
             id=rec.id, text=rec.text,
             occurred_at=from_us(rec.occurred_at) if rec.occurred_at is not None else None,
             recorded_at=from_us(rec.recorded_at), source=rec.source, session=rec.session, speaker=rec.speaker,
             metadata=json.loads(rec.metadata) if rec.metadata else {},
             mentions=tuple(
-                TimeSpan(phrase, from_us(a).astimezone(tz), from_us(b).astimezone(tz), Precision(p))
+                TimeSpan(phrase, from_us(a).astimezone(tz), from_us(b).astimezone(tz), Precision(p),
+                         certain=phrase not in unsure)
                 for _r, a, b, phrase, p in times
             ),
             fact_ids=tuple(fact_ids),
@@ -391,8 +427,8 @@ class Episodes:
                 raise InvalidInputError(f"{name} must be a non-negative integer, not {value!r}")
         f = EpisodeFilter(
             self._scope.ns_id, session=opt_str(session, "session"),
-            since=self._scope.parse_time(since, "since").us if since is not None else None,
-            until=self._scope.parse_time(until, "until").us if until is not None else None,
+            since=self._scope.read_time(since, "since").us if since is not None else None,
+            until=self._scope.read_time(until, "until").us if until is not None else None,
         )
         recs = self._es.list_episodes(f, limit, offset)
         return self._hydrate(recs)
@@ -433,9 +469,11 @@ class Episodes:
                             counts["lexical"] += 1
                         if times:
                             base_us = rec.occurred_at if rec.occurred_at is not None else rec.recorded_at
-                            found = resolve_mentions(rec.text, from_us(base_us).astimezone(self._scope.tz))
+                            found = resolve_mentions(rec.text, local_datetime(
+                                base_us, rec.occurred_prec if rec.occurred_at is not None else None, self._scope.tz))
                             tx.replace_episode_times(rec.rowid, [
-                                (rec.rowid, to_us(m.start), to_us(m.end), m.phrase, int(m.precision)) for m in found
+                                (rec.rowid, to_us(a), to_us(b), m.phrase, int(m.precision))
+                                for m in found for a, b in m.spans()
                             ])
                             counts["times"] += len(found)
                 last = recs[-1].rowid

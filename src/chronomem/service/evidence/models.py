@@ -26,12 +26,17 @@ MAX_EPISODE_CHARS = 100_000
 
 @dataclass(frozen=True)
 class TimeSpan(_Dictable):
-    """A time expression of an episode, resolved to ``[start, end)``."""
+    """A time expression of an episode, resolved to ``[start, end)``.
+
+    ``certain`` is False when the phrase is ambiguous ("Monday" said on a
+    Thursday with no tense cue): the episode then holds one span per
+    candidate, each with ``certain=False``, and none of them is the answer."""
 
     phrase: str
     start: _dt.datetime
     end: _dt.datetime
     precision: Precision
+    certain: bool = True
 
 
 @dataclass(frozen=True)
@@ -65,12 +70,16 @@ class Episode(_Dictable):
 @dataclass(frozen=True)
 class FactNote(_Dictable):
     """A fact an episode supports. When the fact has ended, ``superseded_by``
-    is the fact that replaced it (if one did) and ``ended_at`` when."""
+    is the fact that replaced it (if one did) and ``ended_at`` when.
+    ``link``: ``"cited"`` (the fact names the episode as its evidence) or
+    ``"mentioned"`` (the episode names the fact's subject and value and was
+    said while it held; see :mod:`chronomem.service.evidence.mentioned`)."""
 
     fact: Fact
     current: bool
     ended_at: _dt.datetime | None = None
     superseded_by: Fact | None = None
+    link: Literal["cited", "mentioned"] = "cited"
 
     def line(self) -> str:
         if self.current or self.ended_at is None:
@@ -108,7 +117,8 @@ class Hit(_Dictable):
 
     @property
     def is_history(self) -> bool:
-        """True when the episode supports facts and every one of them has ended."""
+        """True when the episode supports facts (cited or, if it is cited by
+        none, mentioned) and every one of them had ended by the basis."""
         return bool(self.facts) and not any(n.current for n in self.facts)
 
 
@@ -177,6 +187,9 @@ class SearchConfig:
     * ``when_weight``: added, for questions that ask for a time ("when ...",
       "what year ...", "how long ago ..."), to episodes whose text mentions one.
     * ``speaker_weight``: added to episodes said by a speaker the question names.
+    * ``mentioned``: tie each hit that no fact cites to the facts it mentions
+      (subject and value named, said while the fact held) for its notes and
+      the history mark; ``False`` leaves uncited hits without notes.
     * ``session_weight`` / ``session_top``: session-level score propagation.
       After the terms above, every candidate gains ``session_weight`` times
       the sum of the ``session_top`` best scores among the candidates of its
@@ -204,6 +217,7 @@ class SearchConfig:
     speaker_weight: float = 0.0
     session_weight: float = 0.8
     session_top: int = 1
+    mentioned: bool = True
 
     PRESETS = ("hybrid", "lexical", "dense", "recent", "rrf")
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Literal, cast
 
 from ...core.models import Fact
 from ...core.names import normalize_key
-from ...core.time import TimeLike, to_us
+from ...core.time import TimeLike, from_us, to_us
 from ...errors import InvalidInputError
 from .lexical import STOPWORDS
 from .models import Hit, Recall, RecallItem
@@ -100,12 +100,20 @@ def _episode_line(hit: Hit) -> str:
     when = ep.occurred_at.date().isoformat() if ep.occurred_at else ep.recorded_at.date().isoformat()
     who = f"{ep.speaker}: " if ep.speaker else ""
     line = f"[{when}] {who}{ep.text}"
-    if ep.mentions:
-        line += " (" + "; ".join(
-            f"{m.phrase} = {m.start.date().isoformat()}" + (
-                f"..{(m.end - _dt.timedelta(microseconds=1)).date().isoformat()}"
-                if (m.end - m.start) > _dt.timedelta(days=1) else "")
-            for m in ep.mentions) + ")"
+
+    def span(start: _dt.datetime, end: _dt.datetime) -> str:
+        last = (end - _dt.timedelta(microseconds=1)).date().isoformat()
+        return start.date().isoformat() + (f"..{last}" if (end - start) > _dt.timedelta(days=1) else "")
+
+    # an ambiguous phrase gets no resolution, only its candidates marked "?"
+    notes: dict[str, list[str]] = {}
+    for m in ep.mentions:
+        if m.certain:
+            notes[f"{m.phrase} = {span(m.start, m.end)}"] = []
+        else:
+            notes.setdefault(f"{m.phrase} = ?", []).append(span(m.start, m.end))
+    if notes:
+        line += " (" + "; ".join(k + (f" ({' or '.join(v)})" if v else "") for k, v in notes.items()) + ")"
     history = [n.line() for n in hit.facts if not n.current]
     if history:
         line += " {history: " + "; ".join(history) + "}"
@@ -120,7 +128,8 @@ class Recaller:
         self._reads = reads
         self._search = search
 
-    def recall(self, question: str, *, at: TimeLike | None = None, budget_tokens: int = 1500) -> Recall:
+    def recall(self, question: str, *, at: TimeLike | None = None, known_at: TimeLike | None = None,
+               budget_tokens: int = 1500) -> Recall:
         """Everything the memory knows for ``question``, packed for a prompt:
         the entities it names (exact names and aliases; fuzzy matches are only
         listed as candidates), their facts valid at ``at`` (default now), then
@@ -128,26 +137,32 @@ class Recaller:
         ``at``, most recent first, each with what ended it; all of them when
         the question asks about the past or ``at`` is past, else the latest
         ended value of each single-valued predicate shown), then evidence from
-        :meth:`search` in the ``as_world`` view, deduplicated per episode,
-        each item with a citation id, within ``budget_tokens``."""
+        :meth:`search` in the ``as_world`` view at ``at``, deduplicated per
+        episode, each item with a citation id, within ``budget_tokens``.
+        ``known_at`` (system time, default now) answers as the memory knew
+        at that time, for the facts and the evidence alike."""
         if not isinstance(question, str) or not question.strip():
             raise InvalidInputError("recall question must be a non-empty string")
         if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int) or budget_tokens < 1:
             raise InvalidInputError(f"budget_tokens must be a positive integer, not {budget_tokens!r}")
         scope = self._scope
-        when = scope.parse_time(at, "at").datetime if at is not None else scope.now()
+        when = scope.read_time(at, "at").datetime if at is not None else scope.now()
+        known_us = scope.known(known_at)  # settled once; the reads below take it as an instant
+        known = from_us(known_us) if known_us is not None else None
         names, candidates = _find_entities(scope, question)
         facts: list[Fact] = []
         seen_facts: set[str] = set()
         for name in names:
-            for f in self._reads.facts(name, as_of=when, direction="both", limit=_FACTS_PER_ENTITY):
+            for f in self._reads.facts(name, as_of=when, known_at=known, direction="both",
+                                       limit=_FACTS_PER_ENTITY):
                 if f.id not in seen_facts:
                     seen_facts.add(f.id)
                     facts.append(f)
         past = at is not None and when < scope.now() or _asks_about_the_past(question, when)
-        history = self._history(names, facts, when, past)
-        # at=None searches as of now without settling a past system time
-        hits = self._search.search(question, k=_HITS, view="as_world", at=when if at is not None else None)
+        history = self._history(names, facts, when, past, known)
+        # at=None searches as of now (the store's now)
+        hits = self._search.search(question, k=_HITS, view="as_world", at=when if at is not None else None,
+                                   known_at=known)
         items: list[RecallItem] = []
         used = 0
         lines: list[str] = []
@@ -195,7 +210,7 @@ class Recaller:
         )
 
     def _history(self, names: list[str], current: list[Fact], when: _dt.datetime,
-                 past: bool) -> list[tuple[Fact, str]]:
+                 past: bool, known: _dt.datetime | None) -> list[tuple[Fact, str]]:
         """The entities' facts that had ended by ``when``, most recently ended
         first, each with what ended it: all of them when the question is
         about the past, else the latest ended value of each single-valued
@@ -203,7 +218,7 @@ class Recaller:
         ended: list[Fact] = []
         reads, when_us = self._reads, to_us(when)
         for name in names:  # the store keeps only what had ended (valid_to <= when): no Fact for the rest
-            mine = reads.run(reads.query(name, direction="both", ended_by=when_us))
+            mine = reads.run(reads.query(name, known_at=known, direction="both", ended_by=when_us))
             mine.sort(key=lambda f: f.valid_to or when, reverse=True)
             ended += mine[:_FACTS_PER_ENTITY]
         if not past:
@@ -218,16 +233,15 @@ class Recaller:
                 latest.setdefault((f.subject, f.predicate), f)
             ended = [f for key, f in latest.items() if key in wanted]
         ended = list({f.id: f for f in ended}.values())  # a fact of two named entities once
-        by = self._reads.enders(ended)
+        by = self._reads.enders(ended, to_us(known) if known is not None else None)
         out = []
         for f in ended:
-            cause = f.invalidated_by
-            if cause is None:
-                why = ""
-            elif cause in by:
-                later = by[cause]
-                why = f": superseded by {later.object if not later.literal else repr(later.object)}"
+            cause = f.invalidated_by  # a fact id only; a free-text reason is ended_reason
+            if cause is not None and cause in by:
+                why = f": superseded by {by[cause].object_text}"
+            elif cause is not None:
+                why = ": superseded"  # by a fact no longer believed
             else:
-                why = f": {cause}"
+                why = f": {f.ended_reason}" if f.ended_reason else ""
             out.append((f, why))
         return out

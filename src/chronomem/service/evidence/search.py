@@ -10,7 +10,7 @@ import os
 import re
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from typing import Any, Mapping
+from typing import Any, Literal, Mapping
 
 from ...core.models import Fact
 from ...core.time import TimeLike, from_us, to_us
@@ -22,6 +22,7 @@ from .embedding import Embedding
 from .episodes import Episodes, episode_store, opt_str
 from .fusion import group_boost, relative_contributions, rrf_contributions
 from .lexical import fts_query, query_terms
+from .mentioned import mentioned_facts
 from .models import (
     MAX_EPISODE_CHARS,
     VIEWS,
@@ -87,6 +88,7 @@ class Search:
         k: int = 10,
         view: str = "as_world",
         at: TimeLike | None = None,
+        known_at: TimeLike | None = None,
         session: str | None = None,
         since: TimeLike | None = None,
         until: TimeLike | None = None,
@@ -95,11 +97,17 @@ class Search:
         """Hybrid search over episodes: BM25 (FTS5) and dense vectors fused
         with reciprocal-rank fusion, optionally boosted by time proximity.
 
-        ``view``: ``raw`` (every episode), ``as_recorded`` (recorded at or
-        before ``at``) or ``as_world`` (also not superseded at ``at``: not
-        explicitly superseded, and not only citing facts that have all ended).
-        ``at`` defaults to now. ``since``/``until`` bound ``occurred_at``.
-        ``config`` is a :class:`SearchConfig` or a preset name."""
+        ``view`` (``docs/concepts/time.md``, "Evidence views"): ``raw``
+        (every episode), ``as_recorded`` (what the memory had stored by
+        ``at``: ``recorded_at <= at``, superseded ones included) or
+        ``as_world`` (the episodes that had occurred by ``at``, valid time:
+        ``coalesce(occurred_at, recorded_at) <= at``, minus those a
+        supersession had overridden by ``at`` and those whose citing facts
+        had all ended by ``at``). ``known_at`` (system time, default now)
+        answers as the memory knew at that time: only episodes, supersessions
+        and facts recorded by then. ``at`` defaults to now. ``since``/``until``
+        bound ``occurred_at``. ``config`` is a :class:`SearchConfig` or a
+        preset name."""
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("search query must be a non-empty string")
         if len(query) > MAX_EPISODE_CHARS:
@@ -111,17 +119,17 @@ class Search:
         cfg = SearchConfig.preset(config) if isinstance(config, str) else (config or SearchConfig())
         if not isinstance(cfg, SearchConfig):
             raise InvalidInputError("config must be a SearchConfig or a preset name")
-        at_us = self._scope.parse_time(at, "at").us if at is not None else self._scope.now_us()
-        if at is not None and view != "raw":
-            self._scope.store.settle(at_us)  # the view at a past time is final (Store.settle)
-        f = EpisodeFilter(
-            self._scope.ns_id,
-            recorded_by=at_us if view != "raw" else None,
-            not_superseded_at=at_us if view == "as_world" else None,
-            session=opt_str(session, "session"),
-            since=self._scope.parse_time(since, "since").us if since is not None else None,
-            until=self._scope.parse_time(until, "until").us if until is not None else None,
-        )
+        scope = self._scope
+        given_at = scope.read_time(at, "at").us if at is not None else None
+        known_us = scope.known(known_at)  # settled: the answer as known at K is final (Store.settle)
+        # the basis of the view, the time boosts and "ended by": `at`, else
+        # now; as_world's now is the store's (never before its last stamp:
+        # the episode just added has occurred)
+        if given_at is not None:
+            at_us = given_at
+        else:
+            at_us = to_us(scope.store_now()) if view == "as_world" else scope.now_us()
+        f = self._view_filter(view, given_at, at_us, known_us, session, since, until)
         pool = max(cfg.pool, k * 3)
         # the dense side's set-up first, so the query embedding (onnxruntime
         # releases the GIL) runs in a worker thread while SQLite ranks BM25
@@ -156,16 +164,39 @@ class Search:
         dense: list[tuple[int, float]] = []
         if qvec is not None and slot is not None and model is not None:
             cache = self._embedding.vectors()
-            superseded = self._es.superseded_episodes(self._scope.ns_id) if f.not_superseded_at else []
+            superseded = self._es.superseded_episodes(self._scope.ns_id) if f.not_superseded_at is not None else []
             got = None
             if slot.size >= cfg.ann_threshold:
                 got = cache.ann_search(slot, qvec, pool, f, superseded, cfg.dense_context,
                                        self._scope.store.capabilities.local_path, (self._scope.ns_id, model[0]))
             dense = got if got is not None else cache.search(slot, qvec, pool, f, superseded, cfg.dense_context)
-        return self._fuse(query, lexical, dense, cfg, at_us, k, view)
+        return self._fuse(query, lexical, dense, cfg, at_us, known_us, k, view)
+
+    def _view_filter(self, view: str, given_at: int | None, at_us: int, known_us: int | None,
+                     session: str | None, since: TimeLike | None, until: TimeLike | None) -> EpisodeFilter:
+        """The store filter of a view at ``at_us`` (``given_at``: the ``at``
+        the caller gave, if any) as known at ``known_us`` (``None``: now,
+        every recorded row counts)."""
+        scope = self._scope
+        recorded_by, occurred_by = known_us, None
+        if view == "as_recorded" and given_at is not None:
+            scope.store.settle(given_at)  # `at` is a system time here: the view at a past time is final
+            recorded_by = given_at if known_us is None else min(given_at, known_us)
+        elif view == "as_world":
+            occurred_by = at_us
+        return EpisodeFilter(
+            scope.ns_id,
+            recorded_by=recorded_by,
+            occurred_by=occurred_by,
+            not_superseded_at=occurred_by,
+            supersessions_recorded_by=known_us if view == "as_world" else None,
+            session=opt_str(session, "session"),
+            since=scope.read_time(since, "since").us if since is not None else None,
+            until=scope.read_time(until, "until").us if until is not None else None,
+        )
 
     def _fuse(self, query: str, lexical: list[tuple[int, float]], dense: list[tuple[int, float]],
-              cfg: SearchConfig, at_us: int, k: int, view: str) -> list[Hit]:
+              cfg: SearchConfig, at_us: int, known_us: int | None, k: int, view: str) -> list[Hit]:
         lex_rank = {rowid: (i + 1, s) for i, (rowid, s) in enumerate(lexical)}
         den_rank = {rowid: (i + 1, s) for i, (rowid, s) in enumerate(dense)}
         weights = [cfg.lexical_weight, cfg.dense_weight]
@@ -211,13 +242,14 @@ class Search:
         final = group_boost(base, {rowid: recs[rowid].session for rowid in base}, cfg.session_weight,
                             cfg.session_top)
         ranked = sorted(final.items(), key=lambda x: (-x[1], x[0]))
-        # facts citing the candidates, as known at `at`, for annotation and the as_world view
+        # facts citing the candidates, as known at `known_at` (system time),
+        # for the notes and the as_world view (whose facts had ended by `at`)
         cand = [rowid for rowid, _ in ranked[: max(k * 4, 40)]]
         cites: dict[str, list[str]] = {}
         for ep, fid in self._es.facts_citing_episodes(self._scope.ns_id, [recs[r].id for r in cand]):
             cites.setdefault(ep, []).append(fid)
         all_ids = sorted({f for fs in cites.values() for f in fs})
-        known = {f.id: f for f in self._reads.by_ids(all_ids, at_us if view != "raw" else None)}
+        known = {f.id: f for f in self._reads.by_ids(all_ids, known_us)}
         out_rows: list[tuple[int, float]] = []
         for rowid, score in ranked[: len(cand)]:
             rec = recs[rowid]
@@ -231,15 +263,21 @@ class Search:
         tmap: dict[int, list[tuple[int, int, int, str, int]]] = {}
         for t in times:
             tmap.setdefault(t[0], []).append(t)
-        # the raw view read them as believed now already
-        now_facts = known if view == "raw" else {f.id: f for f in self._reads.by_ids(all_ids, None)}
-        enders = self._reads.enders(f for f in now_facts.values() if _ended(f, at_us))
+        # the hits no fact cites: the facts they mention (explicit links take precedence)
+        mentioned = mentioned_facts(
+            self._scope, self._reads, [recs[r] for r, _ in out_rows if not cites.get(recs[r].id)], known_us,
+        ) if cfg.mentioned else {}
+        ended = [f for f in known.values() if _ended(f, at_us)]
+        ended += [f for fs in mentioned.values() for f in fs if _ended(f, at_us)]
+        enders = self._reads.enders(ended, known_us)
         hits: list[Hit] = []
         for rowid, score in out_rows:
             rec = recs[rowid]
             fids = sorted(set(cites.get(rec.id, [])))
             episode = self._episodes.model(rec, times=tmap.get(rowid, []), fact_ids=fids)
-            notes = tuple(_fact_note(now_facts[fid], at_us, enders) for fid in fids if fid in now_facts)
+            notes = tuple(_fact_note(known[fid], at_us, enders) for fid in fids if fid in known)
+            if not fids:
+                notes = tuple(_fact_note(f, at_us, enders, "mentioned") for f in mentioned.get(rec.id, ()))
             lr, dr = lex_rank.get(rowid), den_rank.get(rowid)
             hits.append(Hit(
                 episode=episode, score=score,
@@ -258,9 +296,10 @@ def _ended(fact: Fact, at_us: int) -> bool:
     return fact.valid_to is not None and to_us(fact.valid_to) <= at_us
 
 
-def _fact_note(fact: Fact, at_us: int, enders: Mapping[str, Fact]) -> FactNote:
+def _fact_note(fact: Fact, at_us: int, enders: Mapping[str, Fact],
+               link: Literal["cited", "mentioned"] = "cited") -> FactNote:
     """``fact`` as a hit's note: current at ``at_us``, or ended (and by which fact, from ``enders``)."""
     if not _ended(fact, at_us):
-        return FactNote(fact=fact, current=True)
+        return FactNote(fact=fact, current=True, link=link)
     by = enders.get(fact.invalidated_by) if fact.invalidated_by else None
-    return FactNote(fact=fact, current=False, ended_at=fact.valid_to, superseded_by=by)
+    return FactNote(fact=fact, current=False, ended_at=fact.valid_to, superseded_by=by, link=link)

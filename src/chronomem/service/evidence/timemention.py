@@ -3,11 +3,34 @@
 A small pattern layer finds candidate phrases ("yesterday", "last Tuesday",
 "2 weeks ago", "in March", "7 May 2023", "10月12日", "上周二", "下午3点",
 "Q3 2024" ...); each phrase is resolved against the episode's ``occurred_at``
-either by a rule of our own (quarters, weekends, seasons, "N units ago",
-Chinese relative days, weeks, months and clock hours, day-of-month
-ordinals) or by ``dateparser``'s :class:`DateDataParser` (always with
-explicit ``languages`` and ``RELATIVE_BASE``), whose period (day, week, month,
-year, quarter) becomes a half-open interval ``[start, end)``.
+(the speaker's time, ``base``) either by a rule of our own (weekdays, month
+days, months, quarters, weekends, seasons, "N units ago", Chinese relative
+days, weeks, months and clock hours, day-of-month ordinals) or by
+``dateparser``'s :class:`DateDataParser` (always with explicit ``languages``
+and ``RELATIVE_BASE``), whose period (day, week, month, year, quarter)
+becomes a half-open interval ``[start, end)``.
+
+Tense. Phrases that fix their own direction keep it whatever the clause
+says: "last Tuesday", "next week", "3 days ago", "in 3 days", "tomorrow",
+"上周二", explicit years and dates. An *open* phrase (a weekday, a month day
+or month without a year, "the 3rd", a quarter without a year) has a
+backward candidate (the latest occurrence not after ``base``) and a forward
+one (the earliest not before it; for a weekday, the previous and the next
+one); :func:`.tense.direction` reads the clause's cues and picks forward
+(future: "will", "is on", "start", "due", "by", 将/会/要 ...) or backward
+(past: "was", "-ed" verbs, "ago", 了/过 ...). With no cue the nearer
+candidate wins when it is at most a third as far from ``base`` (midpoint to
+``base``) as the other; otherwise the mention is ambiguous. "next Friday"
+said before Friday in the same week is ambiguous too (this week's or next
+week's).
+
+Ambiguity is kept, never guessed: an ambiguous :class:`TimeMention` has
+``certain == False``, its nearer candidate as ``start``/``end`` and the other
+in ``alternatives``. In the store (table ``episode_times``, no extra column)
+each candidate is one row with the same phrase; on reading, a phrase with
+more than one distinct span in one episode is ambiguous (``TimeSpan.certain``
+is False on each of its rows). So the same phrase twice in one text with two
+different resolutions also reads back as uncertain: the safe side.
 
 Only the matched phrases reach dateparser, never whole texts, which keeps
 ingest fast and avoids its false positives on ordinary words.
@@ -21,23 +44,36 @@ import importlib
 import logging
 import re
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterable, Union
 
 from ...core.time import Precision
+from .tense import direction
 
-__all__ = ["TimeMention", "resolve_mentions"]
+__all__ = ["TimeMention", "ambiguous_phrases", "resolve_mentions"]
 
 log = logging.getLogger("chronomem.evidence.timemention")
 
 
 @dataclass(frozen=True)
 class TimeMention:
-    """A phrase and the interval ``[start, end)`` it names (aware datetimes)."""
+    """A phrase and the interval ``[start, end)`` it names (aware datetimes).
+
+    ``alternatives``: the other candidate spans when the phrase is ambiguous
+    (then ``start``/``end`` is only the nearer candidate, not a resolution)."""
 
     phrase: str
     start: _dt.datetime
     end: _dt.datetime
     precision: Precision
+    alternatives: tuple[tuple[_dt.datetime, _dt.datetime], ...] = ()
+
+    @property
+    def certain(self) -> bool:
+        return not self.alternatives
+
+    def spans(self) -> tuple[tuple[_dt.datetime, _dt.datetime], ...]:
+        """Every candidate ``(start, end)``: one when certain."""
+        return ((self.start, self.end), *self.alternatives)
 
 
 # -- interval helpers ----------------------------------------------------------
@@ -83,6 +119,61 @@ def _add_months(d: _dt.date, n: int) -> _dt.date:
 
 Interval = tuple[_dt.datetime, _dt.datetime, Precision]
 
+
+@dataclass(frozen=True)
+class _Open:
+    """An open phrase: the clause's tense picks ``back`` or ``fwd``."""
+
+    back: Interval
+    fwd: Interval
+
+
+@dataclass(frozen=True)
+class _Either:
+    """Ambiguous whatever the clause says ("next Friday" said on a Tuesday)."""
+
+    options: tuple[Interval, Interval]
+
+
+Result = Union[Interval, _Open, _Either]
+
+
+def _open(candidates: list[Interval], base: _dt.datetime) -> Result | None:
+    """The latest candidate starting at or before ``base`` and the earliest
+    ending after it (the same one, so certain, when it contains ``base``)."""
+    back_c = [c for c in candidates if c[0] <= base]
+    fwd_c = [c for c in candidates if c[1] > base]
+    back = max(back_c, key=lambda c: c[0]) if back_c else None
+    fwd = min(fwd_c, key=lambda c: c[0]) if fwd_c else None
+    if back is None or fwd is None or back == fwd:
+        return back or fwd
+    return _Open(back, fwd)
+
+
+def _mid(iv: Interval) -> _dt.datetime:
+    return iv[0] + (iv[1] - iv[0]) / 2
+
+
+def _settle(res: Result, text: str, a: int, b: int, base: _dt.datetime) -> tuple[Interval, tuple[Interval, ...]]:
+    """The resolution of ``text[a:b]`` and its other candidates (empty when certain)."""
+    if isinstance(res, _Either):
+        back, fwd = res.options
+    elif isinstance(res, _Open):
+        way = direction(text, a, b)
+        if way:
+            return (res.fwd if way > 0 else res.back), ()
+        back, fwd = res.back, res.fwd
+        near_b, near_f = base - _mid(back), _mid(fwd) - base
+        if near_f * 3 <= near_b:
+            return fwd, ()
+        if near_b * 3 <= near_f:
+            return back, ()
+    else:
+        return res, ()
+    # ambiguous: the nearer candidate first, the other as the alternative
+    return (back, (fwd,)) if base - _mid(back) <= _mid(fwd) - base else (fwd, (back,))
+
+
 _NUM_WORDS = {
     "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
     "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a few": 3, "few": 3, "a couple of": 2, "a couple": 2,
@@ -91,7 +182,11 @@ _NUM_WORDS = {
 _ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 _ZH_WEEKDAY = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
 _SEASONS = {"spring": 3, "summer": 6, "fall": 9, "autumn": 9, "winter": 12}
-_QUARTER_WORDS = {"first": 1, "second": 2, "third": 3, "fourth": 4}
+_QUARTER_WORDS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "last": 4}
+_QUARTER_STEPS = {"last": -1, "past": -1, "previous": -1, "this": 0, "next": 1, "coming": 1}
+_MONTH_NUM = {name: i for i, name in enumerate(
+    ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), start=1)}
+_WEEKDAY_NUM = {name: i for i, name in enumerate(("mon", "tue", "wed", "thu", "fri", "sat", "sun"))}
 
 
 def _zh_number(text: str) -> int:
@@ -114,11 +209,60 @@ _NUM = (r"(?:\d{1,3}|a few|a couple of|a couple|couple of|several|an?|"
 _ZH_NUM = r"(?:\d{1,4}|[零一二两三四五六七八九十]{1,3})"
 
 
-def _rule_quarter(m: re.Match[str], base: _dt.datetime) -> Interval | None:
-    q = m.group("q") or m.group("qw")
-    quarter = int(q) if q and q.isdigit() else _QUARTER_WORDS.get((q or "").lower(), 4)
-    year = int(m.group("qy")) if m.group("qy") else base.year
-    return _month(year, 3 * (quarter - 1) + 1, base.tzinfo or _dt.timezone.utc, 3)
+def _rule_quarter(m: re.Match[str], base: _dt.datetime) -> Result | None:
+    tz = base.tzinfo or _dt.timezone.utc
+    q = (m.group("q") or m.group("qw") or "").lower()
+    this_q = (base.month - 1) // 3
+    if not m.group("qy") and q in _QUARTER_STEPS:  # "last quarter": the one before this one
+        return _month(base.year, 3 * (this_q + _QUARTER_STEPS[q]) + 1, tz, 3)
+    quarter = int(q) if q.isdigit() else _QUARTER_WORDS.get(q, 4)
+    if m.group("qy"):
+        return _month(int(m.group("qy")), 3 * (quarter - 1) + 1, tz, 3)
+    return _open([_month(y, 3 * (quarter - 1) + 1, tz, 3) for y in (base.year - 1, base.year, base.year + 1)], base)
+
+
+def _rule_weekday(m: re.Match[str], base: _dt.datetime) -> Result | None:
+    tz = base.tzinfo or _dt.timezone.utc
+    d = base.date()
+    g = m.groupdict()
+    wd = _WEEKDAY_NUM[g["wd"][:3].lower()] if g.get("wd") else _ZH_WEEKDAY[g["zwd"]]
+    fwd = _day(d + _dt.timedelta(days=(wd - d.weekday()) % 7 or 7), tz)
+    back = _day(d - _dt.timedelta(days=(d.weekday() - wd) % 7 or 7), tz)
+    pre = (g.get("pre") or "").lower()
+    if pre in ("last", "past"):
+        return back
+    if pre == "coming":
+        return fwd
+    if pre == "next" and wd > d.weekday():  # later this week, or the week after?
+        return _Either((fwd, _day(fwd[0].date() + _dt.timedelta(days=7), tz)))
+    if pre == "next":
+        return fwd
+    return _Open(back, fwd)
+
+
+def _days_of(year: int, month: int, day: int, tz: _dt.tzinfo) -> list[Interval]:
+    out = []
+    for y in (year - 1, year, year + 1):
+        try:
+            out.append(_day(_dt.date(y, month, day), tz))
+        except ValueError:  # 29 February, or outside years 1-9999
+            continue
+    return out
+
+
+def _rule_month_day(m: re.Match[str], base: _dt.datetime) -> Result | None:
+    tz = base.tzinfo or _dt.timezone.utc
+    month = _MONTH_NUM[m.group("mn")[:3].lower()]
+    day = int(m.group("d"))
+    if m.group("y"):
+        return _day(_dt.date(int(m.group("y")), month, day), tz)
+    return _open(_days_of(base.year, month, day, tz), base)
+
+
+def _rule_month(m: re.Match[str], base: _dt.datetime) -> Result | None:
+    tz = base.tzinfo or _dt.timezone.utc
+    month = _MONTH_NUM[m.group("mn")[:3].lower()]
+    return _open([_month(y, month, tz) for y in (base.year - 1, base.year, base.year + 1)], base)
 
 
 def _rule_weekend(m: re.Match[str], base: _dt.datetime) -> Interval | None:
@@ -180,22 +324,21 @@ def _rule_ago(m: re.Match[str], base: _dt.datetime) -> Interval | None:
     return None
 
 
-def _rule_ordinal_day(m: re.Match[str], base: _dt.datetime) -> Interval | None:
+def _rule_ordinal_day(m: re.Match[str], base: _dt.datetime) -> Result | None:
     tz = base.tzinfo or _dt.timezone.utc
     day = int(m.group("day"))
     if not 1 <= day <= 31:
         return None
     d = base.date()
     options = []
-    for delta in (-1, 0, 1):
+    for delta in (-2, -1, 0, 1, 2):
         t = _add_months(_dt.date(d.year, d.month, 1), delta)
         if day <= calendar.monthrange(t.year, t.month)[1]:
-            options.append(_dt.date(t.year, t.month, day))
-    best = min(options, key=lambda x: (abs((x - d).days), x < d))
-    return _day(best, tz)
+            options.append(_day(_dt.date(t.year, t.month, day), tz))
+    return _open(options, base)
 
 
-def _rule_zh_date(m: re.Match[str], base: _dt.datetime) -> Interval | None:
+def _rule_zh_date(m: re.Match[str], base: _dt.datetime) -> Result | None:
     tz = base.tzinfo or _dt.timezone.utc
     year = int(m.group("y")) if m.group("y") else None
     month = _zh_number(m.group("mo")) if m.group("mo") else None
@@ -203,15 +346,14 @@ def _rule_zh_date(m: re.Match[str], base: _dt.datetime) -> Interval | None:
     try:
         if month is None:
             return _year(year, tz) if year else None
+        if not 1 <= month <= 12:
+            return None
         if day is None:
-            return _month(year or base.year, month, tz)
+            if year is not None:
+                return _month(year, month, tz)
+            return _open([_month(y, month, tz) for y in (base.year - 1, base.year, base.year + 1)], base)
         if year is None:
-            cand = _dt.date(base.year, month, day)
-            # a bare month-day names the closest such date
-            prev = _dt.date(base.year - 1, month, day)
-            nxt = _dt.date(base.year + 1, month, day)
-            cand = min((prev, cand, nxt), key=lambda x: abs((x - base.date()).days))
-            return _day(cand, tz)
+            return _open(_days_of(base.year, month, day, tz), base)
         return _day(_dt.date(year, month, day), tz)
     except ValueError:
         return None
@@ -271,11 +413,11 @@ def _rule_zh_clock(m: re.Match[str], base: _dt.datetime) -> Interval | None:
     return s, s + _dt.timedelta(hours=1), Precision.HOUR
 
 
-Rule = Callable[[re.Match[str], _dt.datetime], "Interval | None"]
+Rule = Callable[[re.Match[str], _dt.datetime], "Result | None"]
 
 # (pattern, rule or None for dateparser, language for dateparser)
 _PATTERNS: list[tuple[re.Pattern[str], Rule | None, str]] = [
-    (re.compile(r"\b(?:(?P<qw>first|second|third|fourth|last)\s+quarter|q(?P<q>[1-4]))(?:\s+(?:of\s+)?(?P<qy>(?:19|20)\d{2}))?\b",
+    (re.compile(r"\b(?:(?P<qw>first|second|third|fourth|last|next|this|past|previous|coming)\s+quarter|q(?P<q>[1-4]))(?:\s+(?:of\s+)?(?P<qy>(?:19|20)\d{2}))?\b",
                 re.I), _rule_quarter, "en"),
     (re.compile(r"\b(?P<rel>last|next|this|past|coming)\s+weekend\b", re.I), _rule_weekend, "en"),
     (re.compile(r"\b(?P<rel>last|next|this|past|previous|coming)\s+(?P<unit>week|month|year|spring|summer|fall|autumn|winter)\b",
@@ -284,13 +426,21 @@ _PATTERNS: list[tuple[re.Pattern[str], Rule | None, str]] = [
      _rule_ago, "en"),
     (re.compile(r"\b(?:yesterday|today|tonight|tomorrow|last\s+night|this\s+(?:morning|afternoon|evening))\b", re.I),
      None, "en"),
-    (re.compile(rf"\b(?:last|next|this|on|past)\s+{_WEEKDAY}\b", re.I), None, "en"),
+    (re.compile(rf"\b(?:(?P<pre>last|next|this|on|past|coming|by|until|till|before|since|from|after)\s+)?"
+                rf"(?P<wd>{_WEEKDAY})\b", re.I), _rule_weekday, "en"),
     (re.compile(r"\b(?:19|20)\d{2}-\d{2}-\d{2}\b"), None, "en"),
     (re.compile(r"\b\d{1,2}/\d{1,2}/(?:19|20)?\d{2}\b"), None, "en"),
-    (re.compile(rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b,?(?:\s+(?:19|20)\d{{2}})?", re.I), None, "en"),
-    (re.compile(rf"\b{_MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b(?:,?\s+(?:19|20)\d{{2}})?", re.I), None, "en"),
+    (re.compile(rf"\b(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<mn>{_MONTH})\b(?:,?\s+(?P<y>(?:19|20)\d{{2}}))?",
+                re.I), _rule_month_day, "en"),
+    (re.compile(rf"\b(?P<mn>{_MONTH})\.?\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+(?P<y>(?:19|20)\d{{2}}))?", re.I),
+     _rule_month_day, "en"),
     (re.compile(rf"\b{_MONTH},?\s+(?:19|20)\d{{2}}\b", re.I), None, "en"),
-    (re.compile(rf"\b(?:in|since|during|until|by|early|late|mid|of)\s+{_MONTH}\b", re.I), None, "en"),
+    (re.compile(rf"\b(?:in|since|during|until|till|by|before|after|early|late|mid|of)[\s-]+(?P<mn>{_MONTH})\b",
+                re.I), _rule_month, "en"),
+    # after "to", "from", "through" only a capitalised month ("to march" is a verb)
+    (re.compile(r"\b(?i:to|from|through)\s+(?P<mn>Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|"
+                r"May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\b"),
+     _rule_month, "en"),
     (re.compile(r"\b(?:in|since|during|until|by|of|from)\s+(?:19|20)\d{2}\b", re.I), None, "en"),
     (re.compile(r"\bthe\s+(?P<day>\d{1,2})(?:st|nd|rd|th)\b", re.I), _rule_ordinal_day, "en"),
     # Chinese
@@ -302,6 +452,9 @@ _PATTERNS: list[tuple[re.Pattern[str], Rule | None, str]] = [
     (re.compile(r"(?P<zrel>上个?|下个?|本|这个?)(?P<zunit>周|星期|礼拜|月)(?P<zwd>[一二三四五六日天])?"),
      _rule_zh_relative, "zh"),
     (re.compile(r"前天|昨天|昨晚|今天|今晚|明天|后天|前年|去年|今年|明年"), _rule_zh_relative, "zh"),
+    # a bare 周一 / 星期一 (not 一周一次: the digit before makes it a count)
+    (re.compile(r"(?<![上下本这个零一二两三四五六七八九十\d])(?:周|星期|礼拜)(?P<zwd>[一二三四五六日天])"),
+     _rule_weekday, "zh"),
 ]
 
 def _via_dateparser(phrase: str, language: str, base: _dt.datetime) -> Interval | None:
@@ -316,7 +469,7 @@ def _via_dateparser(phrase: str, language: str, base: _dt.datetime) -> Interval 
         cleaned = "last " + cleaned
     parser = mod.DateDataParser(
         languages=[language],
-        settings={"RELATIVE_BASE": naive, "PREFER_DATES_FROM": "past", "RETURN_AS_TIMEZONE_AWARE": False},
+        settings={"RELATIVE_BASE": naive, "RETURN_AS_TIMEZONE_AWARE": False},
     )
     try:
         data = parser.get_date_data(cleaned)
@@ -364,7 +517,17 @@ def resolve_mentions(text: str, base: _dt.datetime, *, limit: int = 20) -> list[
             if got is None:
                 continue
             taken.append((a, b))
-            start, end, prec = got
-            found.append((a, TimeMention(m.group(0).strip(), start, end, prec)))
+            (start, end, prec), others = _settle(got, text, a, b, base)
+            found.append((a, TimeMention(m.group(0).strip().rstrip(","), start, end, prec,
+                                         tuple((s, e) for s, e, _p in others))))
     found.sort(key=lambda x: x[0])
     return [tm for _, tm in found[:limit]]
+
+
+def ambiguous_phrases(rows: Iterable[tuple[str, int, int]]) -> set[str]:
+    """The phrases of one episode's stored ``(phrase, start_us, end_us)`` rows
+    that have more than one distinct span: the ambiguous ones."""
+    spans: dict[str, set[tuple[int, int]]] = {}
+    for phrase, a, b in rows:
+        spans.setdefault(phrase, set()).add((a, b))
+    return {p for p, got in spans.items() if len(got) > 1}

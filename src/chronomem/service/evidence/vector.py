@@ -159,7 +159,7 @@ class VectorCache:
             self._slots.clear()
 
     def ann_search(self, slot: VectorSlot, query: Any, k: int, f: EpisodeFilter,
-                   superseded: list[tuple[int, int]], context: float, path: str | None,
+                   superseded: list[tuple[int, int, int]], context: float, path: str | None,
                    key: tuple[int, int]) -> list[tuple[int, float]] | None:
         """The approximate top-``k`` (or ``None`` when the exact search must answer)."""
         if f.session is not None or f.since is not None or f.until is not None:
@@ -177,23 +177,24 @@ class VectorCache:
                 indexes[context] = index
         matrix = self.matrix(slot, context)
         index.sync(slot, matrix)
-        gone = {rowid for rowid, at in superseded if f.not_superseded_at is not None and at <= f.not_superseded_at}
+        gone = set(superseded_rowids(f, superseded))
         fetch = min(slot.size, k + len(gone) + 16)
         positions, sims = index.query(np.asarray(query, dtype=np.float32).reshape(1, -1), fetch)
         out: list[tuple[int, float]] = []
         for pos, sim in zip(positions, sims, strict=True):
             rowid = int(slot.rowids[pos])
-            if rowid in gone or (f.recorded_by is not None and int(slot.recorded[pos]) > f.recorded_by):
+            if (rowid in gone or (f.recorded_by is not None and int(slot.recorded[pos]) > f.recorded_by)
+                    or (f.occurred_by is not None and int(slot.occurred[pos]) > f.occurred_by)):
                 continue
             out.append((rowid, float(sim)))
             if len(out) == k:
                 break
-        if len(out) < min(k, slot.size - len(gone)) and f.recorded_by is not None:
+        if len(out) < min(k, slot.size - len(gone)) and (f.recorded_by is not None or f.occurred_by is not None):
             return None  # the view filtered out too much: be exact
         return out
 
     def search(self, slot: VectorSlot, query: Any, k: int, f: EpisodeFilter,
-               superseded: list[tuple[int, int]], context: float = 0.0) -> list[tuple[int, float]]:
+               superseded: list[tuple[int, int, int]], context: float = 0.0) -> list[tuple[int, float]]:
         """``(rowid, cosine)`` best first, among the rows ``f`` allows (exact)."""
         np = self._np
         if slot.size == 0 or k <= 0:
@@ -206,6 +207,8 @@ class VectorCache:
 
         if f.recorded_by is not None:
             mask = both(slot.recorded <= f.recorded_by)
+        if f.occurred_by is not None:
+            mask = both(slot.occurred <= f.occurred_by)
         if f.since is not None:
             mask = both(slot.occurred >= f.since)
         if f.until is not None:
@@ -213,8 +216,8 @@ class VectorCache:
         if f.session is not None:
             code = slot.session_codes.get(f.session)
             mask = both(slot.sessions == (code if code is not None else -1))
-        if f.not_superseded_at is not None and superseded:
-            gone = [rowid for rowid, at in superseded if at <= f.not_superseded_at]
+        if superseded:
+            gone = superseded_rowids(f, superseded)
             if gone:
                 mask = both(~np.isin(slot.rowids, np.asarray(gone, np.int64)))
         if mask is not None:
@@ -227,6 +230,17 @@ class VectorCache:
         top = top[np.argsort(-scores[top], kind="stable")]
         return [(int(slot.rowids[i]), float(scores[i])) for i in top if scores[i] > -np.inf]
 
+
+def superseded_rowids(f: EpisodeFilter, superseded: list[tuple[int, int, int]]) -> list[int]:
+    """The rowids among ``superseded`` (``EpisodeStore.superseded_episodes``)
+    that ``f`` drops: the supersession took effect by ``f.not_superseded_at``
+    and, with ``f.supersessions_recorded_by``, had been recorded by then (the
+    condition ``EpisodeSQL.where`` writes in SQL)."""
+    at, known = f.not_superseded_at, f.supersessions_recorded_by
+    if at is None:
+        return []
+    return [rowid for rowid, took_effect, recorded in superseded
+            if took_effect <= at and (known is None or recorded <= known)]
 
 
 def _hnswlib() -> Any:

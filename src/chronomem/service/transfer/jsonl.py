@@ -63,9 +63,12 @@ log = logging.getLogger("chronomem.io")
 
 EXPORT_FORMAT = "chronomem-export"
 #: Version 2 added the ``operation`` lines (merges), version 3 the
-#: ``embedding_model`` and ``episode`` lines; files of versions 1 and 2 still restore.
-EXPORT_VERSION = 3
-_READS_VERSIONS = (1, 2, 3)
+#: ``embedding_model`` and ``episode`` lines, version 4 a fact's typed end
+#: cause (``end_kind``, ``end_reason``; ``invalidated_by`` only a fact id);
+#: files of versions 1 to 3 still restore (a free-text ``invalidated_by``
+#: becomes the ``end_reason``).
+EXPORT_VERSION = 4
+_READS_VERSIONS = (1, 2, 3, 4)
 
 
 @dataclass

@@ -8,15 +8,18 @@ exactly the same things. :func:`namespace_records` yields, in this order:
 
 * ``predicate`` and ``entity`` records (every name key of an entity, also
   the keys a merge moved);
-* ``fact`` records, one per version, with both time axes, provenance and how
-  the version was closed; ``source`` records (extra evidence, with the
+* ``fact`` records, one per version, with both time axes, provenance, what
+  cut its valid interval short (``end_kind``, ``invalidated_by``,
+  ``end_reason``) and how the version was closed; ``source`` records (extra evidence, with the
   episode each cites); ``operation`` records (merges and their undo records);
 * ``embedding_model`` records (name and dimension of every model the store
   records, in registration order, so ``embedder="auto"`` picks the same one)
   and ``episode`` records: text, ``occurred_at`` with its precision,
-  ``recorded_at``, source, session, speaker, metadata, supersession,
-  erasure (a tombstone keeps its id and times, its text is empty), the
-  resolved time mentions and the float32 vector of each model.
+  ``recorded_at``, source, session, speaker, metadata, supersession
+  (``superseded_by``; ``superseded_at``, when it takes effect in valid
+  time; ``superseded_recorded_at``, when it was recorded), erasure (a
+  tombstone keeps its id and times, its text is empty), the resolved time
+  mentions and the float32 vector of each model.
 
 A record is a dict shaped like its JSON line (``docs/cli.md``) except that
 times are integer UTC microseconds (``None``: an unknown start, an open end,
@@ -60,7 +63,7 @@ TIME_FIELDS: dict[str, tuple[str, ...]] = {
     "fact": ("valid_from", "valid_to", "system_from", "system_to"),
     "source": ("recorded_at",),
     "operation": ("at", "undone_at"),
-    "episode": ("occurred_at", "recorded_at", "superseded_at", "erased_at"),
+    "episode": ("occurred_at", "recorded_at", "superseded_at", "superseded_recorded_at", "erased_at"),
 }
 MENTION_TIME_FIELDS = ("start", "end")
 
@@ -141,6 +144,7 @@ def namespace_records(store: Store, ns_id: int) -> Iterator[Record]:
             "confidence": r.confidence, "source": r.source, "episode_id": r.episode_id,
             "properties": _props(r.properties), "invalidated_by": r.invalidated_by,
             "close_kind": r.close_kind, "closed_by": r.closed_by,
+            "end_kind": r.end_kind, "end_reason": r.end_reason,
         }
     ids = list(fact_ids)
     for i in range(0, len(ids), _SOURCE_BATCH):
@@ -184,5 +188,6 @@ def _episode_records(store: EpisodeStore, ns_id: int) -> Iterator[Record]:
                 "occurred_at": r.occurred_at, "occurred_precision": _prec_label(r.occurred_prec),
                 "recorded_at": r.recorded_at, "source": r.source, "session": r.session, "speaker": r.speaker,
                 "metadata": _props(r.metadata), "superseded_by": r.superseded_by, "superseded_at": r.superseded_at,
+                "superseded_recorded_at": r.superseded_recorded_at,
                 "erased_at": r.erased_at, "mentions": mentions.get(r.rowid, []), "vectors": vectors.get(r.rowid, {}),
             }

@@ -18,6 +18,7 @@ from typing import Any, Callable, Mapping, TypeGuard, cast
 from ...core.codec import decode_literal
 from ...core.names import normalize_key
 from ...core.time import FIRST_US, LAST_US, MAX_US, MIN_US, Precision
+from ...core.version import CLOSE_KINDS, END_KINDS, CloseKind, legacy_end_cause
 from ...errors import ConflictError, InvalidInputError, InvalidIntervalError, StoreError
 from ...store.protocol import EpisodeRecord, EpisodeWriteTx, Row, WriteTx
 from ..identity import restore_merge
@@ -138,6 +139,9 @@ class Restorer:
         # per session: its last live episode so far and the one before it (its
         # index row waits for the next turn, which is one of its neighbours)
         self._open_turns: dict[str, tuple[EpisodeRecord, EpisodeRecord | None]] = {}
+        # supersessions carried without superseded_recorded_at (files written
+        # before schema 6): (rowid, superseding id, the carried superseded_at)
+        self._old_supersessions: list[tuple[int, str, int]] = []
         self._index_parts: Callable[..., tuple[str, str, str, str]] | None = None
         self._handlers: dict[str, Callable[[Mapping[str, Any]], None]] = {
             "predicate": self._predicate, "entity": self._entity, "fact": self._fact, "source": self._source,
@@ -174,6 +178,7 @@ class Restorer:
         for last, before in self._open_turns.values():
             self._index(last, before, None)
         self._open_turns.clear()
+        self._restate_old_supersessions()
         for where, op_id, at, undone, payload in self.operations:
             try:
                 restore_merge(self.tx, self.ns, op_id, at, undone, payload, self.entities)
@@ -183,6 +188,22 @@ class Restorer:
             self._etx().bump_episode_generation()
         if self.max_time > MIN_US:
             self.tx.note_system_time(self.max_time)
+
+    def _restate_old_supersessions(self) -> None:
+        """A file from before schema 6 gives ``superseded_at`` as the
+        recording time (then ``max(recorded_at)`` of the two episodes): it
+        becomes ``superseded_recorded_at``, and ``superseded_at`` the
+        superseding episode's ``coalesce(occurred_at, recorded_at)``, as
+        migration 0006 restates a stored one (kept when that episode is not
+        in the file)."""
+        etx = self._etx() if self._old_supersessions else None
+        for rowid, by, carried in self._old_supersessions:
+            assert etx is not None
+            newer = etx.episode_by_id(by)
+            takes_effect = carried if newer is None else (
+                newer.occurred_at if newer.occurred_at is not None else newer.recorded_at)
+            etx.supersede_episode(rowid, by, takes_effect, carried)
+        self._old_supersessions = []
 
     def _seen(self, *times: int | None) -> None:
         for t in times:
@@ -310,11 +331,29 @@ class Restorer:
             vf_us, _prec(rec, "valid_from_precision") if vf is not None else 0,
             vt_us, _prec(rec, "valid_to_precision") if vt is not None else 0,
             sf, st_us, float(conf), _opt_str(rec, "source"), _opt_str(rec, "episode_id"),
-            _dump_json(props), _opt_str(rec, "invalidated_by"),
-            _opt_str(rec, "close_kind"), _opt_str(rec, "closed_by"),
+            _dump_json(props), *self._end_cause(rec),
         ))
         if len(self._rows) >= _ROW_BATCH:
             self._flush()
+
+    def _end_cause(self, rec: Mapping[str, Any]) -> tuple[str | None, ...]:
+        """``invalidated_by, close_kind, closed_by, end_kind, end_reason`` of a
+        fact record. A record without ``end_kind`` (export format 3 and
+        older) had the end reason in ``invalidated_by``: moved as migration
+        0005 moves it."""
+        close_kind = _opt_str(rec, "close_kind")
+        if close_kind is not None and close_kind not in CLOSE_KINDS:
+            raise InvalidInputError(f"close_kind {close_kind!r} is not one of {', '.join(CLOSE_KINDS)}")
+        by, closed_by = _opt_str(rec, "invalidated_by"), _opt_str(rec, "closed_by")
+        if "end_kind" not in rec:
+            kind, by, reason, closed_by = legacy_end_cause(by, close_kind, closed_by, self.fact_ids.__contains__)
+            return by, close_kind, closed_by, kind, reason
+        kind, reason = _opt_str(rec, "end_kind"), _opt_str(rec, "end_reason")
+        if kind is not None and kind not in END_KINDS:
+            raise InvalidInputError(f"end_kind {kind!r} is not one of {', '.join(sorted(END_KINDS))}")
+        if by is not None and kind != CloseKind.SUPERSEDED.value:
+            raise InvalidInputError("invalidated_by names the superseding fact: it needs end_kind 'superseded'")
+        return by, close_kind, closed_by, kind, reason
 
     def _source(self, rec: Mapping[str, Any]) -> None:
         fid = rec.get("fact_id")
@@ -388,8 +427,11 @@ class Restorer:
         recorded = _us(rec, "recorded_at", optional=False)
         superseded_by = _opt_str(rec, "superseded_by")
         superseded_at = _us(rec, "superseded_at", optional=True)
+        superseded_recorded = _us(rec, "superseded_recorded_at", optional=True)
         if (superseded_by is None) != (superseded_at is None):
             raise InvalidInputError("superseded_by and superseded_at go together")
+        if superseded_recorded is not None and superseded_by is None:
+            raise InvalidInputError("superseded_recorded_at needs superseded_by")
         metadata = rec.get("metadata")
         if metadata is not None and not isinstance(metadata, dict):
             raise InvalidInputError("metadata must be an object or null")
@@ -421,13 +463,17 @@ class Restorer:
             _opt_str(rec, "source"), _opt_str(rec, "session"), _opt_str(rec, "speaker"),
             # as add_episode stores it (an empty dict: none)
             json.dumps(metadata, sort_keys=True, ensure_ascii=False) if metadata else None,
-            superseded_by, superseded_at, erased,
+            superseded_by, superseded_at, erased, superseded_recorded,
         )
         rowid = etx.restore_episode(stored)
         self.episode_ids.add(eid)
-        # erased_at is the source clock's; recorded_at and superseded_at may
-        # be given by the caller and never moved the source's clock either
-        self._seen(erased)
+        if superseded_by is not None and superseded_recorded is None:
+            assert superseded_at is not None
+            self._old_supersessions.append((rowid, superseded_by, superseded_at))
+        # erased_at and superseded_recorded_at are the source clock's;
+        # recorded_at may be given by the caller and never moved the source's
+        # clock, and superseded_at is a valid time
+        self._seen(erased, superseded_recorded)
         if erased is not None:
             self.tombstones += 1
             return

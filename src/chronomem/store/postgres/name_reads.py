@@ -57,6 +57,22 @@ class PgNameReadsMixin:
             ).fetchone()
             return None if row is None else int(row[0])
 
+    def entity_ids_for_keys(self, ns_id: int, keys: Sequence[str]) -> dict[str, int]:
+        """The entities that name keys name, in one read (the keys that name
+        nothing are simply absent)."""
+        wanted = list(dict.fromkeys(keys))
+        if not wanted:
+            return {}
+        tx = getattr(self._local, "tx", None)
+        if tx is not None:  # inside a write: its own lookups see its pending names
+            found = {key: tx.entity_id(ns_id, key) for key in wanted}
+            return {key: eid for key, eid in found.items() if eid is not None}
+        with self._conn() as conn:
+            rows = conn.execute(
+                "SELECT key, entity_id FROM entity_keys WHERE ns_id = %s AND key = ANY(%s)", (ns_id, wanted)
+            ).fetchall()
+        return {key: int(eid) for key, eid in rows}
+
     @staticmethod
     def _entity_records(rows: Sequence[Sequence[Any]]) -> list[EntityRecord]:
         return [EntityRecord(int(r[0]), int(r[1]), r[2], r[3], r[4], r[5], int(r[6]), tuple(r[7])) for r in rows]

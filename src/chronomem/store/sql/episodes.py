@@ -30,14 +30,14 @@ __all__ = ["BaseEpisodeStore", "BaseEpisodeTx", "EP_COLS", "EpisodeSQL", "pruned
 # the columns of an EpisodeRecord, in order, of ``episodes e``
 EP_COLS = (
     "e.rowid, e.id, e.ns_id, e.text, e.occurred_at, e.occurred_prec, e.recorded_at, e.source, e.session, "
-    "e.speaker, e.metadata, e.superseded_by, e.superseded_at, e.erased_at"
+    "e.speaker, e.metadata, e.superseded_by, e.superseded_at, e.erased_at, e.superseded_recorded_at"
 )
 
 # the columns an insert of an episode sets; a raw restore also sets its
 # supersession and erasure (tombstones included)
 _INSERT_COLS = ("id", "ns_id", "text", "occurred_at", "occurred_prec", "recorded_at", "source", "session",
                 "speaker", "metadata")
-_RESTORE_COLS = (*_INSERT_COLS, "superseded_by", "superseded_at", "erased_at")
+_RESTORE_COLS = (*_INSERT_COLS, "superseded_by", "superseded_at", "erased_at", "superseded_recorded_at")
 # their values, from the EpisodeRecord fields of the same names
 _insert_values = attrgetter(*_INSERT_COLS)
 _restore_values = attrgetter(*_RESTORE_COLS)
@@ -45,6 +45,7 @@ _restore_values = attrgetter(*_RESTORE_COLS)
 # the optional conditions of an EpisodeFilter: (attribute, condition on its value)
 _FILTERS = (
     ("recorded_by", "e.recorded_at <= {ph}"),
+    ("occurred_by", "COALESCE(e.occurred_at, e.recorded_at) <= {ph}"),
     ("not_superseded_at", "(e.superseded_at IS NULL OR e.superseded_at > {ph})"),
     ("session", "e.session = {ph}"),
     ("since", "COALESCE(e.occurred_at, e.recorded_at) >= {ph}"),
@@ -84,6 +85,11 @@ class EpisodeSQL:
         ph, values, ret = d.ph, d.values, d.ret
         self.dialect = d
         self.filters = tuple((attr, cond.format(ph=ph)) for attr, cond in _FILTERS)
+        # not_superseded_at with supersessions_recorded_by: a supersession
+        # recorded later than that had not happened yet
+        self.not_superseded_known = (
+            f"(e.superseded_at IS NULL OR e.superseded_at > {ph} OR e.superseded_recorded_at > {ph})"
+        )
         self.in_ns = f"e.ns_id = {ph}"
         episodes = f"SELECT {EP_COLS} FROM episodes e WHERE"
         live_after = f"e.ns_id = {ph} AND e.rowid > {ph} AND e.erased_at IS NULL"
@@ -104,7 +110,10 @@ class EpisodeSQL:
         self.episode_by_id = f"{episodes} e.id = {ph}"
         # raw restore (export/import, copy): every column as carried
         self.restore_episode = insert(_RESTORE_COLS)
-        self.supersede_episode = f"UPDATE episodes SET superseded_by = {ph}, superseded_at = {ph} WHERE rowid = {ph}"
+        self.supersede_episode = (
+            f"UPDATE episodes SET superseded_by = {ph}, superseded_at = {ph}, superseded_recorded_at = {ph} "
+            f"WHERE rowid = {ph}"
+        )
         self.episode_fact_ids = (
             f"SELECT fact_id FROM facts WHERE episode_id = {ph} UNION "
             f"SELECT fact_id FROM fact_sources WHERE episode_id = {ph} ORDER BY 1"
@@ -141,7 +150,8 @@ class EpisodeSQL:
             f"ORDER BY v.episode_rowid LIMIT {ph}"
         )
         self.superseded_episodes = (
-            f"SELECT rowid, superseded_at FROM episodes WHERE ns_id = {ph} AND superseded_by IS NOT NULL"
+            "SELECT rowid, superseded_at, superseded_recorded_at FROM episodes "
+            f"WHERE ns_id = {ph} AND superseded_by IS NOT NULL"
         )
         self.episodes_missing_vectors = (
             f"{episodes} {live_after} AND NOT EXISTS "
@@ -166,6 +176,10 @@ class EpisodeSQL:
         for attr, cond in self.filters:
             value = getattr(f, attr)
             if value is not None:
+                if attr == "not_superseded_at" and f.supersessions_recorded_by is not None:
+                    where.append(self.not_superseded_known)
+                    params.extend((value, f.supersessions_recorded_by))
+                    continue
                 where.append(cond)
                 params.append(value)
         return where, params
@@ -222,8 +236,10 @@ class BaseEpisodeTx(ABC):
         r = self._execute(self.ep_sql.episode_by_id, (episode_id,)).fetchone()
         return None if r is None else _rec(r)
 
-    def supersede_episode(self, old_rowid: int, new_id: str, at: int) -> None:
-        self._execute(self.ep_sql.supersede_episode, (new_id, at, old_rowid))
+    def supersede_episode(self, old_rowid: int, new_id: str, at: int, recorded_at: int) -> None:
+        """``old_rowid`` is overridden by ``new_id`` from ``at`` on (valid
+        time), as recorded at ``recorded_at`` (system time)."""
+        self._execute(self.ep_sql.supersede_episode, (new_id, at, recorded_at, old_rowid))
 
     def episode_fact_ids(self, episode_id: str) -> list[str]:
         return [str(fid) for (fid,) in self._execute(self.ep_sql.episode_fact_ids, (episode_id, episode_id))]
@@ -326,9 +342,10 @@ class BaseEpisodeStore(ABC):
         queries = self._in_queries(q.episode_times_head, "episode_rowid", rowids, 500, q.episode_times_tail)
         return [(int(r[0]), int(r[1]), int(r[2]), str(r[3]), int(r[4])) for rows in self._fetch(*queries) for r in rows]
 
-    def superseded_episodes(self, ns_id: int) -> list[tuple[int, int]]:
+    def superseded_episodes(self, ns_id: int) -> list[tuple[int, int, int]]:
+        """``(rowid, superseded_at, superseded_recorded_at)`` of the namespace's superseded episodes."""
         (rows,) = self._fetch((self.ep_sql.superseded_episodes, (ns_id,)))
-        return [(int(a), int(b)) for a, b in rows]
+        return [(int(a), int(b), int(c)) for a, b, c in rows]
 
     def episodes_missing_vectors(self, ns_id: int, model_id: int, after_rowid: int,
                                  limit: int) -> list[EpisodeRecord]:

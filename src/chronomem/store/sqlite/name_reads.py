@@ -91,6 +91,30 @@ class NameReadsMixin(ABC):
             self._check_caches()
             return self._entity_id(ns_id, key, warm=True)
 
+    def entity_ids_for_keys(self, ns_id: int, keys: Sequence[str]) -> dict[str, int]:
+        """The entities that name keys name, in one read for the keys the
+        cache does not hold (the keys that name nothing are simply absent)."""
+        out: dict[str, int] = {}
+        with self._lock:
+            self._check_caches()
+            cache = self._name_cache
+            missing = []
+            for key in dict.fromkeys(keys):
+                eid = cache.entity_id(ns_id, key)
+                if eid is None:
+                    missing.append(key)
+                else:
+                    out[key] = eid
+            for i in range(0, len(missing), 500):  # under SQLite's bound-parameter limit
+                part = missing[i:i + 500]
+                for key, eid, name in self._con.execute(
+                    "SELECT k.key, k.entity_id, e.name FROM entity_keys k JOIN entities e ON e.id = k.entity_id "
+                    f"WHERE k.ns_id = ? AND k.key IN ({','.join('?' * len(part))})", (ns_id, *part),
+                ):
+                    cache.add_entity(ns_id, key, name, int(eid))
+                    out[key] = int(eid)
+        return out
+
     def _entity_record(self, r: Sequence[Any]) -> EntityRecord:
         aliases = tuple(
             a for (a,) in self._con.execute(
