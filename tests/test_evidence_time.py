@@ -14,7 +14,7 @@ BASE = _dt.datetime(2023, 5, 8, 13, 56, tzinfo=_dt.timezone.utc)  # a Monday
 CASES = [
     ("I went to a support group yesterday", "yesterday", "2023-05-07", "2023-05-08", Precision.DAY),
     ("We ran a charity race last Saturday", "last Saturday", "2023-05-06", "2023-05-07", Precision.DAY),
-    ("we met 2 weeks ago", "2 weeks ago", "2023-04-24", "2023-05-01", Precision.DAY),
+    ("we met 2 weeks ago", "2 weeks ago", "2023-04-24", "2023-04-25", Precision.DAY),  # the day, like 14 days
     ("in March I painted", "in March", "2023-03-01", "2023-04-01", Precision.MONTH),
     ("born on 7 May 2023", "7 May 2023", "2023-05-07", "2023-05-08", Precision.DAY),
     ("since 2022", "since 2022", "2022-01-01", "2023-01-01", Precision.YEAR),

@@ -10,15 +10,19 @@ followed by "to" ("plan to", "agreed to", "decided to"), a move of a date
 ("moved to", "postponed to" right before the phrase), "ago", "yesterday", "tomorrow"; Chinese
 将/会/要/打算/准备/决定, 了/过/已经/曾, 昨天/去年/明天/明年. Weak: "is/are/am",
 schedule verbs in the present ("start(s)", "ends", "opens"), "due", "ready",
-"next", "upcoming", "scheduled", "until"; "-ed" verbs and common irregular
-past forms, "been", "last week/month/…"; Chinese 下周/下个月 and 上周/上个月, 见.
+"next", "upcoming", "scheduled", "until", requests, proposals and obligations
+("please", "let's", "can/could/shall/should we/you …", "need to", "must");
+"-ed" verbs and common irregular past forms, "been", "last week/month/…";
+Chinese 下周/下个月 and 上周/上个月, 见. A participle after "get/have + object"
+("get the review done") is a result, not a past cue; 会/要 after 的 or 个
+(周五的会, "the Friday meeting") are nouns, not "will".
 
 The cues before the phrase are read first (the verb of an English clause
 usually precedes its time adverbial): the nearest strong one wins, else the
 nearest weak one. Only when nothing precedes do the cues after the phrase
 decide ("On Monday we will ship"), the same way. With no cue at all the
-phrase's own preposition decides: "by", "until", "till", "before", 之前
-point forward, "since", 以来 backward.
+phrase's own preposition, or the one right before it ("by Q2"), decides: "by",
+"until", "till", "before", 之前 point forward, "since", 以来 backward.
 """
 
 from __future__ import annotations
@@ -54,7 +58,8 @@ _CUES: list[tuple[re.Pattern[str], int, int]] = [
                 r"decide[sd]?|promise[sd]?|aim(?:s|ed)?)\s+to\b", re.I), 2, 1),
     (re.compile(r"\b(?:was|were|wasn['’]?t|weren['’]?t|did|didn['’]?t|had|hadn['’]?t|ago|yesterday|used\s+to)\b",
                 re.I), 2, -1),
-    (re.compile(r"将|(?<![开聚晚大约机社协工宴学])会(?!议)|(?<![需重主只])要(?!求)|打算|准备|计划|决定|预计|安排|"
+    # 会/要 after 的 or 个 (周五的会, 一个会) are nouns ("meeting", "need"), not "will"
+    (re.compile(r"将|(?<![开聚晚大约机社协工宴学的个])会(?!议)|(?<![需重主只的个])要(?!求)|打算|准备|计划|决定|预计|安排|"
                 r"即将|明天|后天|明年"), 2, 1),
     (re.compile(r"(?<![为除])了(?!解|不起)|(?<![不通经超难])过(?![来年])|已经|曾经|曾|刚才|刚刚|昨天|前天|去年|前年"),
      2, -1),
@@ -62,6 +67,10 @@ _CUES: list[tuple[re.Pattern[str], int, int]] = [
                 r"starts?|begins?|ends|opens|launch(?:es)?|arrives?|leaves|returns|expires|closes|"
                 r"due|ready|next|upcoming|scheduled|planned|expected|booked|deadline|coming|soon|until|till)\b",
                 re.I), 1, 1),
+    # requests, proposals and obligations point forward ("please", "can we", "need to")
+    (re.compile(r"\b(?:please|let['’]?s|let\s+us|"
+                r"(?:can|could|shall|should)\s+(?:we|you|i|they|he|she)|needs?\s+to|ha(?:ve|s)\s+to|must|"
+                r"make\s+sure|remember\s+to|don['’]t\s+forget)\b", re.I), 1, 1),
     (re.compile(r"下(?=周|个|次|星期|礼拜|月)|见"), 1, 1),
     (re.compile(rf"\b(?:{'|'.join(_IRREGULAR_PAST)})\b|['’]ve\s+been|\blast\s+(?:week|month|year|night|time|weekend|"
                 rf"quarter|spring|summer|fall|autumn|winter|{_WEEKDAYS}|{_MONTHS})\b", re.I), 1, -1),
@@ -75,6 +84,13 @@ _MOVE_LEAD = re.compile(r"^(?:to|until|till|for)\b", re.I)
 _ED = re.compile(r"\b[a-z]{2,}ed\b", re.I)
 _LEAD_FORWARD = re.compile(r"^(?:by|until|till|before)\b", re.I)
 _LEAD_BACKWARD = re.compile(r"^since\b", re.I)
+# the same words right before the phrase ("by Q2", "before the 3rd")
+_PRE_FORWARD = re.compile(r"\b(?:by|until|till|before)\s+(?:the\s+)?$", re.I)
+_PRE_BACKWARD = re.compile(r"\bsince\s+(?:the\s+)?$", re.I)
+# a participle after "get/have + object" is a result, not the past: "get the review done"
+_RESULT = re.compile(r"\b(?:get|gets|getting|have|has|having)\s+"
+                     r"(?:(?!(?:already|just|not|never|ever|been|finally|also|recently|all)\b)[\w'’]+\s+){1,3}$",
+                     re.I)
 _TRAIL = re.compile(r"^\s*(?:(?P<f>之前|以前|前)|(?P<b>以来))")
 
 
@@ -96,7 +112,8 @@ def _cues(text: str, start: int, end: int) -> list[tuple[int, int, int, int]]:
            for pattern, strength, sign in _CUES for m in pattern.finditer(clause)]
     out.extend((start + m.start(), start + m.end(), 1, -1) for m in _ED.finditer(clause)
                if m.group(0).lower() not in _NOT_PAST)
-    return out
+    return [c for c in out if not (c[2] == 1 and c[3] < 0 and " " not in text[c[0]:c[1]]
+                                   and _RESULT.search(text, start, c[0]))]
 
 
 def _pick(cues: list[tuple[int, int, int, int]], before: bool) -> int:
@@ -120,9 +137,9 @@ def direction(text: str, a: int, b: int) -> int:
     if got:
         return got
     phrase = text[a:b]
-    if _LEAD_FORWARD.match(phrase):
+    if _LEAD_FORWARD.match(phrase) or _PRE_FORWARD.search(text, start, a):
         return 1
-    if _LEAD_BACKWARD.match(phrase):
+    if _LEAD_BACKWARD.match(phrase) or _PRE_BACKWARD.search(text, start, a):
         return -1
     trail = _TRAIL.match(text[b:end])
     if trail:

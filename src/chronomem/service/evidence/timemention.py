@@ -24,6 +24,15 @@ candidate wins when it is at most a third as far from ``base`` (midpoint to
 said before Friday in the same week is ambiguous too (this week's or next
 week's).
 
+Spans (the table in docs/evidence.md, "Time mentions"): "N days/weeks ago",
+"in N weeks", "N weeks from now", 两周后 name the day (7·N days away); months
+and years name the calendar month or year; seasons are meteorological,
+northern hemisphere; "end/start of <period>" is its last/first day; a clock
+time narrows the day phrase it is attached to. A year word before a month,
+day, quarter or season (去年十月, "March last year") is part of that phrase.
+An ordinal needs date context ("the 2nd option" is none) and a weekday inside
+a capitalised name ("The Sunday Times") is none.
+
 Ambiguity is kept, never guessed: an ambiguous :class:`TimeMention` has
 ``certain == False``, its nearer candidate as ``start``/``end`` and the other
 in ``alternatives``. In the store (table ``episode_times``, no extra column)
@@ -182,6 +191,10 @@ _NUM_WORDS = {
 _ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 _ZH_WEEKDAY = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
 _SEASONS = {"spring": 3, "summer": 6, "fall": 9, "autumn": 9, "winter": 12}
+_ZH_SEASONS = {"春": 3, "夏": 6, "秋": 9, "冬": 12}
+_ZH_DAYS = {"大前天": -3, "前天": -2, "昨天": -1, "昨晚": -1, "今天": 0, "今晚": 0, "明天": 1, "后天": 2, "大后天": 3}
+_ZH_YEARS = {"前年": -2, "去年": -1, "今年": 0, "明年": 1}
+_ZH_QUARTER = {"一": 1, "二": 2, "三": 3, "四": 4, "1": 1, "2": 2, "3": 3, "4": 4}
 _QUARTER_WORDS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "last": 4}
 _QUARTER_STEPS = {"last": -1, "past": -1, "previous": -1, "this": 0, "next": 1, "coming": 1}
 _MONTH_NUM = {name: i for i, name in enumerate(
@@ -207,6 +220,8 @@ _WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
 _NUM = (r"(?:\d{1,3}|a few|a couple of|a couple|couple of|several|an?|"
         r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)")
 _ZH_NUM = r"(?:\d{1,4}|[零一二两三四五六七八九十]{1,3})"
+# a year word or an explicit year that qualifies the month, quarter or season after it
+_ZH_YEAR_PRE = r"(?:(?P<y>\d{4})年|(?P<ry>前年|去年|今年|明年))?"
 
 
 def _rule_quarter(m: re.Match[str], base: _dt.datetime) -> Result | None:
@@ -221,14 +236,36 @@ def _rule_quarter(m: re.Match[str], base: _dt.datetime) -> Result | None:
     return _open([_month(y, 3 * (quarter - 1) + 1, tz, 3) for y in (base.year - 1, base.year, base.year + 1)], base)
 
 
+_DATE_WORD = re.compile(rf"(?:{_MONTH}|{_WEEKDAY}|I)$", re.I)
+
+
+def _in_name(text: str, a: int, b: int) -> bool:
+    """A weekday inside a capitalised name ("The Sunday Times", "Super Tuesday"):
+    next to a capitalised word that is not a date word, mid-sentence before it."""
+    nxt = re.match(r"[ \t]+([A-Z][\w'’]*)", text[b:])
+    if nxt and not _DATE_WORD.match(nxt.group(1)):
+        return True
+    prv = re.search(r"\b([A-Z][\w'’]*)[ \t]+$", text[:a])
+    if not prv or _DATE_WORD.match(prv.group(1)):
+        return False
+    before = text[:prv.start()].rstrip()
+    return bool(before) and before[-1] not in ".!?:;\"“("
+
+
 def _rule_weekday(m: re.Match[str], base: _dt.datetime) -> Result | None:
+    g = m.groupdict()
+    if g.get("wd"):
+        if not g.get("pre") and _in_name(m.string, m.start("wd"), m.end("wd")):
+            return None
+        return _weekday_result(_WEEKDAY_NUM[g["wd"][:3].lower()], (g.get("pre") or "").lower(), base)
+    return _weekday_result(_ZH_WEEKDAY[g["zwd"]], "", base)
+
+
+def _weekday_result(wd: int, pre: str, base: _dt.datetime) -> Result:
     tz = base.tzinfo or _dt.timezone.utc
     d = base.date()
-    g = m.groupdict()
-    wd = _WEEKDAY_NUM[g["wd"][:3].lower()] if g.get("wd") else _ZH_WEEKDAY[g["zwd"]]
     fwd = _day(d + _dt.timedelta(days=(wd - d.weekday()) % 7 or 7), tz)
     back = _day(d - _dt.timedelta(days=(d.weekday() - wd) % 7 or 7), tz)
-    pre = (g.get("pre") or "").lower()
     if pre in ("last", "past"):
         return back
     if pre == "coming":
@@ -311,11 +348,9 @@ def _rule_ago(m: re.Match[str], base: _dt.datetime) -> Interval | None:
     n = int(raw) if raw.isdigit() else _NUM_WORDS.get(raw, 1)
     unit = m.group("unit").lower().rstrip("s")
     d = base.date()
-    sign = 1 if m.group("dir") and m.group("dir").lower() in ("in",) else -1
-    if unit == "day":
-        return _day(d + _dt.timedelta(days=sign * n), tz)
-    if unit == "week":
-        return _week(d + _dt.timedelta(days=sign * 7 * n), tz)
+    sign = 1 if m.group("dir") or (m.group("post") or "").lower().startswith("from") else -1
+    if unit in ("day", "week"):  # "2 weeks ago" is a day, 14 days back, like "14 days ago"
+        return _day(d + _dt.timedelta(days=sign * n * (7 if unit == "week" else 1)), tz)
     if unit == "month":
         t = _add_months(d, sign * n)
         return _month(t.year, t.month, tz)
@@ -324,10 +359,25 @@ def _rule_ago(m: re.Match[str], base: _dt.datetime) -> Interval | None:
     return None
 
 
+# "the 3rd" is a day of the month only in date context: at the end of a clause
+# ("what about the 5th?"), or after a date preposition, a form of "be" or a clause
+# start when not followed by a noun ("the 2nd option", "on the 3rd floor"): the
+# next word, if any, is a function word.
+_ORD_BEFORE = re.compile(r"(?:^|[:(\-–—]\s*|\b(?:on|by|until|till|til|from|since|before|after|to|through|thru|"
+                         r"for|is|was|be|being|it['’]s|that['’]s|due|starting|ending|of)\s+)$", re.I)
+_ORD_END = re.compile(r"\s*(?:$|[.;:!?)])")
+_ORD_AFTER = re.compile(r"\s*(?:$|[.,;:!?)\-–—]|(?:and|or|but|at|to|through|thru|till|until|when|then|we|i|you|he|"
+                        r"she|they|it|is|was|will|would|of|in|for|from|after|before|so|because|if|as|instead|"
+                        r"please|this|next|last|too|again|then|instead)\b)", re.I)
+
+
 def _rule_ordinal_day(m: re.Match[str], base: _dt.datetime) -> Result | None:
     tz = base.tzinfo or _dt.timezone.utc
     day = int(m.group("day"))
     if not 1 <= day <= 31:
+        return None
+    if not (_ORD_END.match(m.string, m.end())
+            or (_ORD_BEFORE.search(m.string, 0, m.start()) and _ORD_AFTER.match(m.string, m.end()))):
         return None
     d = base.date()
     options = []
@@ -340,7 +390,7 @@ def _rule_ordinal_day(m: re.Match[str], base: _dt.datetime) -> Result | None:
 
 def _rule_zh_date(m: re.Match[str], base: _dt.datetime) -> Result | None:
     tz = base.tzinfo or _dt.timezone.utc
-    year = int(m.group("y")) if m.group("y") else None
+    year = _zh_year(m, base)
     month = _zh_number(m.group("mo")) if m.group("mo") else None
     day = _zh_number(m.group("d")) if m.group("d") else None
     try:
@@ -363,12 +413,10 @@ def _rule_zh_relative(m: re.Match[str], base: _dt.datetime) -> Interval | None:
     tz = base.tzinfo or _dt.timezone.utc
     d = base.date()
     word = m.group(0)
-    days = {"前天": -2, "昨天": -1, "昨晚": -1, "今天": 0, "今晚": 0, "明天": 1, "后天": 2}
-    if word in days:
-        return _day(d + _dt.timedelta(days=days[word]), tz)
-    years = {"前年": -2, "去年": -1, "今年": 0, "明年": 1}
-    if word in years:
-        return _year(d.year + years[word], tz)
+    if word in _ZH_DAYS:
+        return _day(d + _dt.timedelta(days=_ZH_DAYS[word]), tz)
+    if word in _ZH_YEARS:
+        return _year(d.year + _ZH_YEARS[word], tz)
     rel = m.group("zrel")
     if rel is not None:
         step = {"上": -1, "下": 1, "本": 0, "这": 0}[rel[0]]
@@ -390,8 +438,8 @@ def _rule_zh_ago(m: re.Match[str], base: _dt.datetime) -> Interval | None:
     d = base.date()
     if unit == "天":
         return _day(d + _dt.timedelta(days=sign * n), tz)
-    if unit in ("周", "星期", "个星期"):
-        return _week(d + _dt.timedelta(days=sign * 7 * n), tz)
+    if unit in ("周", "星期", "个星期", "礼拜", "个礼拜"):  # 两周后 is a day, like 14天后
+        return _day(d + _dt.timedelta(days=sign * 7 * n), tz)
     if unit == "个月":
         t = _add_months(d, sign * n)
         return _month(t.year, t.month, tz)
@@ -408,21 +456,188 @@ def _rule_zh_clock(m: re.Match[str], base: _dt.datetime) -> Interval | None:
     minute = 30 if m.group("half") else 0
     d = base.date()
     if m.group("day"):
-        d += _dt.timedelta(days={"昨天": -1, "今天": 0, "明天": 1}[m.group("day")])
+        d += _dt.timedelta(days=_ZH_DAYS[m.group("day")])
     s = _dt.datetime(d.year, d.month, d.day, hour, minute, tzinfo=tz)
     return s, s + _dt.timedelta(hours=1), Precision.HOUR
+
+
+def _zh_year(m: re.Match[str], base: _dt.datetime) -> int | None:
+    """The year of an optional ``y`` (2024年) or ``ry`` (去年) group."""
+    g = m.groupdict()
+    if g.get("y"):
+        return int(g["y"])
+    if g.get("ry"):
+        return base.year + _ZH_YEARS[g["ry"]]
+    return None
+
+
+def _season(year: int, start_month: int, tz: _dt.tzinfo) -> Interval:
+    """A northern-hemisphere meteorological season: three months from
+    ``start_month`` (winter ``year`` starts in December of ``year``)."""
+    return _month(year, start_month, tz, 3)
+
+
+def _seasons(year: int | None, start_month: int, base: _dt.datetime) -> Result | None:
+    tz = base.tzinfo or _dt.timezone.utc
+    if year is not None:
+        return _season(year, start_month, tz)
+    return _open([_season(y, start_month, tz) for y in (base.year - 2, base.year - 1, base.year, base.year + 1)],
+                 base)
+
+
+def _rule_zh_season(m: re.Match[str], base: _dt.datetime) -> Result | None:
+    return _seasons(_zh_year(m, base), _ZH_SEASONS[m.group("season")], base)
+
+
+def _rule_season(m: re.Match[str], base: _dt.datetime) -> Result | None:
+    year = m.group("y")
+    return _seasons(int(year) if year else None, _SEASONS[m.group("season").lower()], base)
+
+
+def _rule_zh_quarter(m: re.Match[str], base: _dt.datetime) -> Result | None:
+    tz = base.tzinfo or _dt.timezone.utc
+    quarter = _ZH_QUARTER[m.group("q") or m.group("q2")]
+    year = _zh_year(m, base)
+    if year is not None:
+        return _month(year, 3 * (quarter - 1) + 1, tz, 3)
+    return _open([_month(y, 3 * (quarter - 1) + 1, tz, 3) for y in (base.year - 1, base.year, base.year + 1)], base)
+
+
+def _weekend_of(monday: _dt.date, tz: _dt.tzinfo) -> Interval:
+    return _days(monday + _dt.timedelta(days=5), 2, tz)
+
+
+def _rule_zh_weekend(m: re.Match[str], base: _dt.datetime) -> Result | None:
+    """上周末 / 这周末 / 下周末: the Saturday and Sunday of that calendar week;
+    a bare 周末: this weekend if it is on, else the tense picks the last or next."""
+    tz = base.tzinfo or _dt.timezone.utc
+    d = base.date()
+    monday = d - _dt.timedelta(days=d.weekday())
+    rel = m.group("zrel")
+    if rel:
+        step = {"上": -1, "下": 1, "本": 0, "这": 0}[rel[0]]
+        return _weekend_of(monday + _dt.timedelta(days=7 * step), tz)
+    return _open([_weekend_of(monday + _dt.timedelta(days=7 * k), tz) for k in (-1, 0, 1)], base)
+
+
+def _rule_weekend_open(m: re.Match[str], base: _dt.datetime) -> Result | None:
+    """"on/over the weekend": as a bare 周末."""
+    tz = base.tzinfo or _dt.timezone.utc
+    d = base.date()
+    monday = d - _dt.timedelta(days=d.weekday())
+    return _open([_weekend_of(monday + _dt.timedelta(days=7 * k), tz) for k in (-1, 0, 1)], base)
+
+
+def _rule_day_word(m: re.Match[str], base: _dt.datetime) -> Interval | None:
+    """"the day after tomorrow", "the day before yesterday"."""
+    tz = base.tzinfo or _dt.timezone.utc
+    step = 2 if m.group("dw").lower().startswith("after") else -2
+    return _day(base.date() + _dt.timedelta(days=step), tz)
+
+
+_DAY_WORDS = {"yesterday": -1, "today": 0, "tonight": 0, "tomorrow": 1}
+
+
+def _at_hour(iv: Interval, hour: int, minute: int) -> Interval:
+    s = iv[0].replace(hour=hour, minute=minute)
+    if minute:
+        return s, s + _dt.timedelta(minutes=1), Precision.MINUTE
+    return s, s + _dt.timedelta(hours=1), Precision.HOUR
+
+
+def _map(res: Result, f: Callable[[Interval], Interval]) -> Result:
+    if isinstance(res, _Open):
+        return _Open(f(res.back), f(res.fwd))
+    if isinstance(res, _Either):
+        return _Either((f(res.options[0]), f(res.options[1])))
+    return f(res)
+
+
+def _rule_clock(m: re.Match[str], base: _dt.datetime) -> Result | None:
+    """"3pm", "at 15:30", "3pm tomorrow", "Friday at 9am": a clock time narrows
+    the day phrase it is attached to; alone it is the last or next such hour."""
+    tz = base.tzinfo or _dt.timezone.utc
+    g = m.groupdict()
+    hour = int(g["h"] or g["H"])
+    minute = int(g["mi"] or g["M"] or 0)
+    if g["ap"]:
+        if not 1 <= hour <= 12:
+            return None
+        hour = hour % 12 + (12 if g["ap"].lower().startswith("p") else 0)
+    if hour > 23:
+        return None
+    word = (g["d1"] or g["d2"] or "").lower()
+    wd = g["w1"] or g["w2"]
+    d = base.date()
+    if word:
+        return _at_hour(_day(d + _dt.timedelta(days=_DAY_WORDS[word]), tz), hour, minute)
+    if wd:
+        return _map(_weekday_result(_WEEKDAY_NUM[wd[:3].lower()], "", base), lambda iv: _at_hour(iv, hour, minute))
+    days = [_day(d + _dt.timedelta(days=k), tz) for k in (-1, 0, 1)]
+    return _open([_at_hour(iv, hour, minute) for iv in days], base)
+
+
+def _edge(res: Result, edge: str) -> Result:
+    """The first or last day of each candidate period ("end of Q2")."""
+    def one(iv: Interval) -> Interval:
+        s, e, _p = iv
+        if e - s <= _dt.timedelta(days=1):
+            return iv
+        day = (e - _dt.timedelta(days=1)).date() if edge == "end" else s.date()
+        return _day(day, s.tzinfo or _dt.timezone.utc)
+    return _map(res, one)
+
+
+def _rule_edge_current(m: re.Match[str], base: _dt.datetime) -> Result | None:
+    """"the end of the month", "the start of this week": the current period's edge."""
+    tz = base.tzinfo or _dt.timezone.utc
+    d = base.date()
+    unit = m.group("unit").lower()
+    period: Interval
+    if unit == "week":
+        period = _week(d, tz)
+    elif unit == "month":
+        period = _month(d.year, d.month, tz)
+    elif unit == "quarter":
+        period = _month(d.year, 3 * ((d.month - 1) // 3) + 1, tz, 3)
+    else:
+        period = _year(d.year, tz)
+    return _edge(period, m.group("edge").lower())
+
+
+def _rule_month_rel_year(m: re.Match[str], base: _dt.datetime) -> Result | None:
+    """"March last year", "in May of next year": the year word qualifies the month."""
+    tz = base.tzinfo or _dt.timezone.utc
+    step = {"last": -1, "this": 0, "next": 1}[m.group("rel").lower()]
+    return _month(base.year + step, _MONTH_NUM[m.group("mn")[:3].lower()], tz)
 
 
 Rule = Callable[[re.Match[str], _dt.datetime], "Result | None"]
 
 # (pattern, rule or None for dateparser, language for dateparser)
+_CLOCK = (r"(?:(?P<h>\d{1,2})(?::(?P<mi>[0-5]\d))?\s*(?P<ap>[ap]\.?m)\b\.?|"
+          r"(?<=\bat\s)(?P<H>[01]?\d|2[0-3]):(?P<M>[0-5]\d)\b)")
+_DAY_WORD = r"(?:yesterday|today|tonight|tomorrow)"
 _PATTERNS: list[tuple[re.Pattern[str], Rule | None, str]] = [
+    (re.compile(rf"\b(?:(?P<d1>{_DAY_WORD})\s+(?:at\s+)?|(?:on\s+)?(?P<w1>{_WEEKDAY})\s+(?:at\s+)?)?(?:at\s+)?{_CLOCK}"
+                rf"(?:\s+(?P<d2>{_DAY_WORD})\b|\s+(?:on\s+)?(?P<w2>{_WEEKDAY})\b)?", re.I), _rule_clock, "en"),
+    (re.compile(r"\b(?P<edge>end|start|beginning)\s+of\s+(?:the|this)\s+(?P<unit>week|month|quarter|year)\b", re.I),
+     _rule_edge_current, "en"),
+    (re.compile(rf"\b(?P<mn>{_MONTH})\s+(?:of\s+)?(?P<rel>last|this|next)\s+year\b", re.I), _rule_month_rel_year,
+     "en"),
+    (re.compile(r"\b(?P<season>spring|summer|fall|autumn|winter)\s+(?:of\s+)?(?P<y>(?:19|20)\d{2})\b", re.I),
+     _rule_season, "en"),
+    (re.compile(r"\b(?:in|during|over)\s+(?:the\s+)?(?P<season>spring|summer|fall|autumn|winter)\b(?P<y>)", re.I),
+     _rule_season, "en"),
+    (re.compile(r"\b(?:on|over|during|at)\s+the\s+weekend\b", re.I), _rule_weekend_open, "en"),
+    (re.compile(r"\b(?:the\s+)?day\s+(?P<dw>after\s+tomorrow|before\s+yesterday)\b", re.I), _rule_day_word, "en"),
     (re.compile(r"\b(?:(?P<qw>first|second|third|fourth|last|next|this|past|previous|coming)\s+quarter|q(?P<q>[1-4]))(?:\s+(?:of\s+)?(?P<qy>(?:19|20)\d{2}))?\b",
                 re.I), _rule_quarter, "en"),
     (re.compile(r"\b(?P<rel>last|next|this|past|coming)\s+weekend\b", re.I), _rule_weekend, "en"),
     (re.compile(r"\b(?P<rel>last|next|this|past|previous|coming)\s+(?P<unit>week|month|year|spring|summer|fall|autumn|winter)\b",
                 re.I), _rule_relative_period, "en"),
-    (re.compile(rf"\b(?:(?P<dir>in)\s+)?(?P<n>{_NUM})\s+(?P<unit>day|week|month|year)s?(?(dir)|\s+ago)\b", re.I),
+    (re.compile(rf"\b(?:(?P<dir>in)\s+)?(?P<n>{_NUM})\s+(?P<unit>day|week|month|year)s?(?(dir)|\s+(?P<post>ago|from\s+now|from\s+today))\b",
+                re.I),
      _rule_ago, "en"),
     (re.compile(r"\b(?:yesterday|today|tonight|tomorrow|last\s+night|this\s+(?:morning|afternoon|evening))\b", re.I),
      None, "en"),
@@ -444,14 +659,17 @@ _PATTERNS: list[tuple[re.Pattern[str], Rule | None, str]] = [
     (re.compile(r"\b(?:in|since|during|until|by|of|from)\s+(?:19|20)\d{2}\b", re.I), None, "en"),
     (re.compile(r"\bthe\s+(?P<day>\d{1,2})(?:st|nd|rd|th)\b", re.I), _rule_ordinal_day, "en"),
     # Chinese
-    (re.compile(rf"(?P<day>昨天|今天|明天)?(?P<part>上午|下午|早上|晚上|中午)(?P<h>{_ZH_NUM})[点點](?P<half>半)?"),
+    (re.compile(rf"(?P<day>大前天|大后天|前天|昨天|今天|明天|后天)?(?P<part>上午|下午|早上|晚上|中午)(?P<h>{_ZH_NUM})[点點](?P<half>半)?"),
      _rule_zh_clock, "zh"),
-    (re.compile(rf"(?:(?P<y>\d{{4}})年)?(?P<mo>{_ZH_NUM})月(?:(?P<d>{_ZH_NUM})[日号號])?"), _rule_zh_date, "zh"),
+    (re.compile(rf"{_ZH_YEAR_PRE}(?P<mo>{_ZH_NUM})月(?:(?P<d>{_ZH_NUM})[日号號])?"), _rule_zh_date, "zh"),
+    (re.compile(rf"{_ZH_YEAR_PRE}(?:第?(?P<q>[一二三四1-4])季度|[Qq](?P<q2>[1-4])\b)"), _rule_zh_quarter, "zh"),
+    (re.compile(rf"{_ZH_YEAR_PRE}(?P<season>[春夏秋冬])(?:天|季)"), _rule_zh_season, "zh"),
     (re.compile(r"(?P<y>\d{4})年(?P<mo>)(?P<d>)"), _rule_zh_date, "zh"),
-    (re.compile(rf"(?P<zn>{_ZH_NUM})(?P<zu>天|周|个星期|星期|个月|年)(?P<zdir>前|后)"), _rule_zh_ago, "zh"),
+    (re.compile(rf"(?P<zn>{_ZH_NUM})(?P<zu>天|周|个星期|星期|个礼拜|礼拜|个月|年)(?P<zdir>前|后)"), _rule_zh_ago, "zh"),
+    (re.compile(r"(?P<zrel>上个?|下个?|本|这个?)?(?:周末|礼拜末)"), _rule_zh_weekend, "zh"),
     (re.compile(r"(?P<zrel>上个?|下个?|本|这个?)(?P<zunit>周|星期|礼拜|月)(?P<zwd>[一二三四五六日天])?"),
      _rule_zh_relative, "zh"),
-    (re.compile(r"前天|昨天|昨晚|今天|今晚|明天|后天|前年|去年|今年|明年"), _rule_zh_relative, "zh"),
+    (re.compile(r"大前天|大后天|前天|昨天|昨晚|今天|今晚|明天|后天|前年|去年|今年|明年"), _rule_zh_relative, "zh"),
     # a bare 周一 / 星期一 (not 一周一次: the digit before makes it a count)
     (re.compile(r"(?<![上下本这个零一二两三四五六七八九十\d])(?:周|星期|礼拜)(?P<zwd>[一二三四五六日天])"),
      _rule_weekday, "zh"),
@@ -496,6 +714,10 @@ def _via_dateparser(phrase: str, language: str, base: _dt.datetime) -> Interval 
     return _day(d, tz)
 
 
+# "end of" before a period ("of" may open the phrase itself: "of March", "of 2025")
+_EDGE = re.compile(r"\b(?P<edge>end|start|beginning)\s+(?:of\s+)?(?:the\s+)?$", re.I)
+
+
 def resolve_mentions(text: str, base: _dt.datetime, *, limit: int = 20) -> list[TimeMention]:
     """The time expressions in ``text``, resolved against ``base`` (an aware
     datetime in the memory's timezone). Overlapping matches keep the first
@@ -516,9 +738,12 @@ def resolve_mentions(text: str, base: _dt.datetime, *, limit: int = 20) -> list[
                 got = None
             if got is None:
                 continue
+            edge = _EDGE.search(text, 0, a)
+            if edge:  # "end of Q2": the period's last day
+                got, a = _edge(got, edge.group("edge").lower()), edge.start()
             taken.append((a, b))
             (start, end, prec), others = _settle(got, text, a, b, base)
-            found.append((a, TimeMention(m.group(0).strip().rstrip(","), start, end, prec,
+            found.append((a, TimeMention(text[a:b].strip().rstrip(","), start, end, prec,
                                          tuple((s, e) for s, e, _p in others))))
     found.sort(key=lambda x: x[0])
     return [tm for _, tm in found[:limit]]
