@@ -241,7 +241,8 @@ def test_search_hits_score_parts_and_views(mem: Memory) -> None:
     hit = data["hits"][0]
     assert hit["parts"]["fused"] == hit["score"] > 0
     assert hit["parts"]["bm25_rank"] >= 1 and hit["parts"]["dense_rank"] >= 1 and hit["parts"]["bm25"] > 0
-    assert hit["facts"] == [{"id": new_fact, "line": mem.fact(new_fact).line(), "current": True}]
+    assert hit["facts"] == [{"id": new_fact, "line": mem.fact(new_fact).line(), "current": True,
+                             "link": "cited"}]
     assert text(world).splitlines()[0].startswith("1. [2026-06-01] Bob is the new lead of the platform team. (score ")
     assert text(world).splitlines()[0].endswith(f"[{new_ep}]")
 
@@ -290,3 +291,17 @@ def test_search_bad_arguments(mem: Memory, args: dict[str, Any], needle: str) ->
     msg = err(call(mem, "search", args))
     assert msg.startswith("search failed: ") and needle in msg, msg
     assert len(msg) < 600
+
+
+def test_search_marks_an_uncited_hit_with_the_facts_it_mentions(mem: Memory) -> None:
+    mem.define_predicate("uses_queue", "one")
+    mem.add_fact("my_api", "uses_queue", "Redis", "2026-03-02")
+    mem.add_fact("my_api", "uses_queue", "SQLite", "2026-10-12")
+    ep = mem.add_episode("we tuned Redis maxmemory for the my_api queue workers", occurred_at="2026-03-20T10:00:00Z")
+    r = call(mem, "search", {"query": "Redis maxmemory", "at": "2026-11-01"})
+    (hit,) = [h for h in ok(r)["hits"] if h["id"] == ep.id]
+    assert hit["history"] is True
+    assert [(f["link"], f["current"]) for f in hit["facts"]] == [("mentioned", False)]
+    assert any(line.strip().startswith("mentions: my_api -uses_queue-> Redis [2026-03-02, 2026-10-12)")
+               and "-- HISTORY: ended 2026-10-12, superseded by my_api -uses_queue-> SQLite" in line
+               for line in text(r).splitlines())

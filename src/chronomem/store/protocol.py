@@ -91,6 +91,9 @@ class FactQuery:
     extra: dict[str, Any] = field(default_factory=dict)
     # only facts whose valid interval had ended by this time (``valid_to <= ended_by``)
     ended_by: int | None = None
+    # only facts whose object is one of these entity ids or one of these
+    # encoded literals (``(ids, literals)``; with ``direction="out"``)
+    object_in: tuple[Sequence[int], Sequence[str]] | None = None
 
 
 @dataclass(frozen=True)

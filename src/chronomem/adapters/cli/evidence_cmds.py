@@ -118,7 +118,8 @@ def search_cmd(query: str, view: str, at: TimePoint | None, known_at: TimePoint 
                           f"dense {_num(p.dense)} (rank {p.dense_rank or '-'}) · time {p.time:.4f} · "
                           f"session {p.session:.4f}", style="dim")
             for note in h.facts:
-                con.print(f"    {'fact' if note.current else 'history'}: {note.line()}")
+                kind = "fact" if note.current else "history"
+                con.print(f"    {kind}{'' if note.link == 'cited' else ' (mentioned)'}: {note.line()}")
 
     emit([h.to_dict() for h in hits], human)
 

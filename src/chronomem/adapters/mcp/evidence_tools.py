@@ -181,8 +181,10 @@ def hit_render(i: int, hit: Hit, tz: _dt.tzinfo) -> tuple[list[str], dict[str, A
         lines.append(f"   SUPERSEDED by episode [{ep.superseded_by}] at {_iso(ep.superseded_at)}")
     facts: list[dict[str, Any]] = []
     for note in hit.facts:
-        lines.append(f"   supports: {note.line()}")
-        fd: dict[str, Any] = {"id": note.fact.id, "line": note.fact.line(), "current": note.current}
+        # "cited": the fact names this episode as evidence; "mentioned": the episode names the fact
+        lines.append(f"   {'supports' if note.link == 'cited' else 'mentions'}: {note.line()}")
+        fd: dict[str, Any] = {"id": note.fact.id, "line": note.fact.line(), "current": note.current,
+                              "link": note.link}
         if note.ended_at is not None:
             fd["ended_at"] = note.fact.valid_to_text
         if note.superseded_by is not None:

@@ -58,7 +58,7 @@ def _hit_dict(rank: int, hit: Hit, at: _dt.datetime) -> dict[str, Any]:
         "parts": hit.parts.to_dict(),
         "facts": [
             {"fact": n.fact.to_dict(), "current": n.current, "status_at_basis": status_at(n.fact, at),
-             "line": n.line(),
+             "line": n.line(), "link": n.link,
              "ended_at": n.fact.valid_to_text if not n.current else None,
              "superseded_by": n.superseded_by.to_dict() if n.superseded_by is not None else None}
             for n in hit.facts

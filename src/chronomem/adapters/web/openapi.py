@@ -68,12 +68,16 @@ _HIT = {"type": "object", "properties": {
               "properties": {"fused": {"type": "number"}, "bm25": {"type": ["number", "null"]},
                              "bm25_rank": {"type": ["integer", "null"]}, "dense": {"type": ["number", "null"]},
                              "dense_rank": {"type": ["integer", "null"]}, "time": {"type": "number"}}},
-    "facts": {"type": "array", "description": "facts the episode supports, each current or history",
+    "facts": {"type": "array", "description": "facts the episode supports (or, uncited, mentions), each current "
+                                              "or history",
               "items": {"type": "object", "properties": {
                   "fact": _FACT, "current": {"type": "boolean", "description": "not ended at the view's at"},
                   "status_at_basis": _NOTE_STATUS, "line": {"type": "string"},
+                  "link": {"enum": ["cited", "mentioned"],
+                           "description": "cited: the fact names the episode as evidence; mentioned: the "
+                                          "episode names the fact's subject and value, said while it held"},
                   "ended_at": {"type": ["string", "null"]}, "superseded_by": {"oneOf": [_FACT, {"type": "null"}]}}}},
-    "history": {"type": "boolean", "description": "every fact it supports has ended"},
+    "history": {"type": "boolean", "description": "every fact it supports (cited, else mentioned) has ended"},
     "superseded": {"type": ["object", "null"], "description": "{by, at}: a later episode overrides this one"}}}
 
 

@@ -15,8 +15,9 @@ no relinking pass, and ingest pays nothing. Explicit links (a fact's
 citing facts.
 
 Cost: per read, one batched name-key lookup for the words of the hits
-(n-grams of up to four words) and one fact read of the entities found
-(bounded by ``_FACTS_PER_READ``).
+(n-grams of up to four words) and one fact read whose subject and value
+are both among the names (or literal texts) found and whose interval
+overlaps the hits' times (bounded by ``_FACTS_PER_READ``).
 """
 
 from __future__ import annotations
@@ -43,23 +44,54 @@ _WORD = re.compile(r"[^\W_]+(?:[._'’-]+[^\W_]+)*|[^\W\d]\w*", re.UNICODE)
 _MAX_NGRAM = 4
 _MAX_WORDS = 400  # of one episode: a long note is matched on its first words
 _FACTS_PER_READ = 2000
+_MAX_LITERALS = 10_000  # with the entities, under any SQLite build's bound-parameter limit (32766)
+_MAX_ENTITIES = 5_000
 
 
-def _grams(text: str) -> set[str]:
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text)[:_MAX_WORDS]
+
+
+def _word_key(word: str) -> str:
+    try:
+        return normalize_key(word, "name")
+    except InvalidInputError:  # nothing left after normalization ("_")
+        return ""
+
+
+def _grams(words: list[str]) -> set[str]:
     """Name keys an episode's words could be (n-grams of up to four words;
-    a lone stop word or a one-letter word is no name)."""
-    words = _WORD.findall(text)[:_MAX_WORDS]
-    keys: set[str] = set()
+    a lone stop word or a one-letter word is no name). A gram's key is its
+    words' keys joined by ``_`` (what :func:`normalize_key` makes of it),
+    so each word is normalized once."""
+    keys = [_word_key(w) for w in words]
+    out: set[str] = set()
+    for i, key in enumerate(keys):
+        if not key:
+            continue
+        if len(key) >= 2 and key not in STOPWORDS:
+            out.add(key)
+        for n in range(2, _MAX_NGRAM + 1):
+            part = keys[i:i + n]
+            if len(part) < n or not all(part):
+                break
+            out.add("_".join(part))
+    return out
+
+
+def _literals(words: list[str]) -> set[str]:
+    """The encoded literals an episode's words could be: each n-gram as a
+    string (as written, and lower-cased), a whole number as an integer."""
+    out: set[str] = set()
     for n in range(1, _MAX_NGRAM + 1):
         for i in range(len(words) - n + 1):
             gram = " ".join(words[i:i + n])
-            if n == 1 and (len(gram) < 2 or gram.casefold() in STOPWORDS):
+            if len(gram) < 2:
                 continue
-            try:
-                keys.add(normalize_key(gram, "name"))
-            except InvalidInputError:
-                continue
-    return keys
+            out.update((f"s:{gram}", f"s:{gram.casefold()}"))
+            if n == 1 and gram.isdigit():
+                out.add(f"i:{int(gram)}")
+    return out
 
 
 def _literal_in(value: object, folded_text: str) -> bool:
@@ -79,13 +111,19 @@ def mentioned_facts(scope: Scope, reads: FactReads, recs: Sequence[EpisodeRecord
     ``known_at`` (``None``: now). Episodes that mention nothing are absent."""
     if not recs:
         return {}
-    grams = {rec.id: _grams(rec.text) for rec in recs}
+    words = {rec.id: _words(rec.text) for rec in recs}
+    grams = {ep: _grams(w) for ep, w in words.items()}
     ids = scope.store.entity_ids_for_keys(scope.ns_id, sorted(set().union(*grams.values())))
     if not ids:
         return {}
     named = {ep: {ids[k] for k in keys if k in ids} for ep, keys in grams.items()}
-    subjects = sorted(set().union(*named.values()))
-    facts = reads.run(FactQuery(scope.ns_id, subject_ids=subjects, direction="out", known_at=known_at,
+    entities = sorted(set().union(*named.values()))[:_MAX_ENTITIES]
+    literals = sorted(set().union(*(_literals(w) for ep, w in words.items() if named[ep])))[:_MAX_LITERALS]
+    times = [rec.occurred_at if rec.occurred_at is not None else rec.recorded_at for rec in recs]
+    # subject and value among the names found, valid at some time one of them was said: the
+    # store narrows the read, the loop below matches each episode exactly
+    facts = reads.run(FactQuery(scope.ns_id, subject_ids=entities, direction="out", known_at=known_at,
+                                overlap=(min(times), max(times) + 1), object_in=(entities, literals),
                                 limit=_FACTS_PER_READ))
     if not facts:
         return {}
@@ -104,7 +142,7 @@ def mentioned_facts(scope: Scope, reads: FactReads, recs: Sequence[EpisodeRecord
     out: dict[str, list[Fact]] = {}
     for rec in recs:
         mine = named[rec.id]
-        if len(mine) < 1:
+        if not mine:
             continue
         said = rec.occurred_at if rec.occurred_at is not None else rec.recorded_at
         folded = rec.text.casefold()

@@ -106,6 +106,11 @@ def compose_fact_sql(q: FactQuery, fact_head: FactHead, d: Dialect, valid_from_m
         if q.object_lit is not None:
             where.append(f"f.object_lit = {ph}")
             params.append(q.object_lit)
+        if q.object_in is not None:
+            ids, lits = q.object_in
+            alts = ([in_("f.object_id", ids, params)] if ids else []) + (
+                [in_("f.object_lit", lits, params)] if lits else [])
+            where.append("(" + " OR ".join(alts) + ")" if alts else d.false)
         return where, params
 
     def entity(column: str, params: list[Any]) -> str:

@@ -38,6 +38,8 @@ class FactReadsMixin:
 
     def read_sql(self, q: FactQuery) -> tuple[str, list[Any]]:
         """The SQL and parameters :meth:`query_tuples` runs for ``q``."""
+        if q.object_in is not None:  # its lists' lengths vary from read to read: not worth a cache slot
+            return self._compose_sql(q)
         # The SQL text depends only on the query's shape: build it once per shape.
         shape = (
             q.all_versions, q.known_at is None, q.as_of is None, q.overlap is None,
