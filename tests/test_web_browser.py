@@ -186,7 +186,7 @@ def test_entity_timeline_renders_in_chromium(server: str, tmp_path: Path) -> Non
     bars = re.findall(r'<rect class="bar (\w+)" data-fact-id="([^"]+)"', dom.stdout)
     assert len(bars) == ACME_BARS, dom.stdout[:3000]
     # at 2019-06: Alice, Paris, Globex, Dave valid; Bob and Erin start later; Carol was retracted
-    assert sorted(s for s, _ in bars) == ["current"] * 4 + ["future"] * 2 + ["retracted"]
+    assert sorted(s for s, _ in bars) == ["not_yet"] * 2 + ["retracted"] + ["valid"] * 4
     assert 'class="cursor"' in dom.stdout and "as of <b>2019-06</b>" in dom.stdout
     shot = tmp_path / "entity-acme.png"
     res = run_chromium([f"--screenshot={shot}", "--window-size=1200,1000", url], tmp_path / "profile-shot")

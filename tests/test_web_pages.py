@@ -67,8 +67,8 @@ def test_entity_page_and_twin(client: Client) -> None:
     assert data["timeline"]["total"] == ACME_BARS == len(data["timeline"]["bars"])
     assert sorted(bars(html)) == sorted(b["fact_id"] for b in data["timeline"]["bars"])
     status = {b["label"]: b["status"] for b in data["timeline"]["bars"]}
-    assert status == {"Alice": "superseded", "Bob": "current", "Carol": "retracted", "Paris": "current",
-                      "Globex": "ended", "Dave": "current", "Erin": "current"}
+    assert status == {"Alice": "superseded", "Bob": "valid", "Carol": "retracted", "Paris": "valid",
+                      "Globex": "ended", "Dave": "valid", "Erin": "valid"}
     corrected = {b["label"] for b in data["timeline"]["bars"] if b["corrected"]}
     assert corrected == {"Globex"}
     alice = next(b for b in data["timeline"]["bars"] if b["label"] == "Alice")
@@ -88,7 +88,7 @@ def test_entity_as_of_and_known_at(client: Client, mem: Memory) -> None:
     assert data["basis"]["as_of"] == "2019"
     assert {f["object"] for f in data["valid_at_basis"]} == {"Alice", "Paris", "Globex", "Dave"}
     status = {b["label"]: b["status"] for b in data["timeline"]["bars"]}
-    assert status["Alice"] == "current" and status["Bob"] == "future" and status["Erin"] == "future"
+    assert status["Alice"] == "valid" and status["Bob"] == "not_yet" and status["Erin"] == "not_yet"
     assert "as of <b>2019</b>" in html
     # statuses speak of the basis: "valid at 2019", never "valid now" (Fact.current keeps meaning "true now")
     assert {f["status_at_basis"] for f in data["valid_at_basis"]} == {"valid"}
@@ -105,7 +105,7 @@ def test_entity_as_of_and_known_at(client: Client, mem: Memory) -> None:
     carol_then = next(f for f in data["valid_at_basis"] if f["object"] == "Carol")
     assert carol_then["believed_at_basis"] is True and carol_then["status_at_basis"] == "valid"
     labels = {b["label"]: b["status"] for b in data["timeline"]["bars"]}
-    assert labels["Carol"] == "current" and "Dave" not in labels
+    assert labels["Carol"] == "valid" and "Dave" not in labels
 
 
 def test_entity_incoming_facts_are_grouped(client: Client) -> None:

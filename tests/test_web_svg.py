@@ -45,9 +45,9 @@ def test_time_ticks_pick_calendar_units() -> None:
 def test_timeline_draws_one_bar_per_fact_with_open_ends_and_markers() -> None:
     bars = [
         Bar("f1", "ceo", "Alice", us("2015"), us("2020"), status="superseded", ended_by="superseded"),
-        Bar("f2", "ceo", "Bob", us("2020"), None, status="current"),
+        Bar("f2", "ceo", "Bob", us("2020"), None, status="valid"),
         Bar("f3", "ceo", "Carol", us("2021"), None, status="retracted"),
-        Bar("f4", "located in", "Paris", None, None, status="current", corrected=True),
+        Bar("f4", "located in", "Paris", None, None, status="valid", corrected=True),
     ]
     svg = timeline_svg(bars, us("2022"))
     ET.fromstring(svg)  # well-formed

@@ -62,3 +62,14 @@ def test_every_nested_fact_has_its_times_at_their_precision(make_memory: MemoryF
     assert event.to_dict()["fact"]["valid_from"] == "2018"
     conflict = next(c for c in mem.conflicts() if c.predicate == "hq")
     assert sorted(f["valid_from"] for f in conflict.to_dict()["facts"]) == ["2018", "2018-06"]
+
+
+def test_an_episodes_occurred_time_keeps_its_precision(make_memory: MemoryFactory) -> None:
+    mem = make_memory(clock=FakeClock("2025-01-01T00:00:00Z", tick=1.0))
+    mem.use_embedder(None)
+    day = mem.add_episode("the launch went well", occurred_at="2023-05-08")
+    instant = mem.add_episode("the launch went really well", occurred_at="2023-05-08T14:30:00Z")
+    assert mem.episode(day.id).to_dict()["occurred_at"] == "2023-05-08"
+    assert mem.episode(instant.id).to_dict()["occurred_at"] == "2023-05-08T14:30:00Z"
+    (hit,) = [h for h in mem.search("launch went well") if h.episode.id == day.id]
+    assert hit.to_dict()["episode"]["occurred_at"] == "2023-05-08"

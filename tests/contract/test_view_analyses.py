@@ -46,20 +46,21 @@ def test_bar_status_for_each_kind_of_fact(mem: Memory) -> None:
     assert _rows(mem, "Acme") == [
         ("based_in", "Oslo", "ended", False, None),
         ("ceo", "Alice", "superseded", False, "superseded"),
-        ("ceo", "Bob", "current", False, None),
-        ("employees", "120", "current", False, None),
+        ("ceo", "Bob", "valid", False, None),
+        ("employees", "120", "valid", False, None),
         ("likes", "Tea", "retracted", False, None),
-        ("plans", "Mars", "future", False, None),
-        ("sector", "Finance", "current", True, None),
+        ("plans", "Mars", "not_yet", False, None),
+        ("sector", "Finance", "valid", True, None),
         ("uses", "Perl", "invalidated", False, "invalidated"),
-        ("← works_at", "Kai", "current", False, None),
+        ("← works_at", "Kai", "valid", False, None),
     ]
     bars = {b.fact_id: b for b in mem.fact_bars("acme")}  # a name resolves like any read
     alice = bars[ids["alice"]]
     assert (alice.start, alice.end) == (utc(2015), utc(2022))
     assert alice.target == "Alice"
     assert alice.title == f"Acme -ceo-> Alice [2015, 2022) [{ids['alice']}] — superseded (by {ids['bob']})"
-    assert bars[ids["sector"]].title.endswith("(current) [" + ids["sector"] + "] — current, corrected")
+    # a bar is judged at the cursor: its title leaves out the line's "(current)" (true now)
+    assert bars[ids["sector"]].title.endswith("[2016, …) [" + ids["sector"] + "] — valid, corrected")
     assert bars[ids["kai"]].target == "Kai"
     assert next(b for b in bars.values() if b.group == "employees").target is None
     tea = bars[ids["tea"]]
@@ -74,14 +75,14 @@ def test_bar_status_is_judged_at_as_of(mem: Memory) -> None:
     _acme(mem)
     assert [(g, lab, st) for g, lab, st, _, _ in _rows(mem, "Acme", as_of="2018")] == [
         ("based_in", "Oslo", "ended"),
-        ("ceo", "Alice", "current"),
-        ("ceo", "Bob", "future"),
-        ("employees", "120", "future"),
+        ("ceo", "Alice", "valid"),
+        ("ceo", "Bob", "not_yet"),
+        ("employees", "120", "not_yet"),
         ("likes", "Tea", "retracted"),
-        ("plans", "Mars", "future"),
-        ("sector", "Finance", "current"),
-        ("uses", "Perl", "current"),
-        ("← works_at", "Kai", "future"),
+        ("plans", "Mars", "not_yet"),
+        ("sector", "Finance", "valid"),
+        ("uses", "Perl", "valid"),
+        ("← works_at", "Kai", "not_yet"),
     ]
 
 
@@ -93,16 +94,16 @@ def test_bars_as_known_before_a_correction_and_a_supersession(mem: Memory) -> No
     fixed = mem.correct(retail.id, object="Finance")
     assert _rows(mem, "Acme", known_at=fixed.system_from - US) == [
         ("ceo", "Alice", "superseded", False, "superseded"),
-        ("ceo", "Bob", "current", False, None),
-        ("sector", "Retail", "current", False, None),
+        ("ceo", "Bob", "valid", False, None),
+        ("sector", "Retail", "valid", False, None),
     ]
     assert _rows(mem, "Acme", known_at=bob.system_from - US) == [
-        ("ceo", "Alice", "current", False, None),
-        ("sector", "Retail", "current", False, None),
+        ("ceo", "Alice", "valid", False, None),
+        ("sector", "Retail", "valid", False, None),
     ]
-    assert _rows(mem, "Acme", known_at=alice.system_from) == [("ceo", "Alice", "current", False, None)]
+    assert _rows(mem, "Acme", known_at=alice.system_from) == [("ceo", "Alice", "valid", False, None)]
     assert _rows(mem, "Acme", known_at=alice.system_from - US) == []
-    assert _rows(mem, "Acme", known_at=fixed.system_from)[-1] == ("sector", "Finance", "current", True, None)
+    assert _rows(mem, "Acme", known_at=fixed.system_from)[-1] == ("sector", "Finance", "valid", True, None)
 
 
 def test_retracting_a_new_value_restores_the_old_bar_uncorrected(mem: Memory) -> None:
@@ -110,11 +111,11 @@ def test_retracting_a_new_value_restores_the_old_bar_uncorrected(mem: Memory) ->
     berlin = mem.add_fact("Dana", "lives in", "Berlin", "2021-05")
     paris = mem.add_fact("Dana", "lives in", "Paris", "2023-02")
     assert _rows(mem, "Dana") == [("lives in", "Berlin", "superseded", False, "superseded"),
-                                  ("lives in", "Paris", "current", False, None)]
+                                  ("lives in", "Paris", "valid", False, None)]
     mem.retract(paris.id)
     bars = mem.fact_bars("Dana")
     assert [(b.fact_id, b.status, b.corrected, b.end) for b in bars] == [
-        (berlin.id, "current", False, None), (paris.id, "retracted", False, None)]
+        (berlin.id, "valid", False, None), (paris.id, "retracted", False, None)]
 
 
 def test_fact_bars_of_an_unknown_entity(mem: Memory) -> None:

@@ -174,14 +174,15 @@ def _bar(entity: str, visible: list[Fact], known: int | None, cursor: int,
         if end is not None and end <= cursor:
             status = ended_by or "ended"
         elif start is not None and start > cursor:
-            status = "future"
+            status = "not_yet"
         else:
-            status = "current"
+            status = "valid"
     incoming = shown.subject.casefold() != entity.casefold() and isinstance(shown.object, str) \
         and shown.object.casefold() == entity.casefold()
     group = f"← {shown.predicate}" if incoming else shown.predicate
     label = shown.subject if incoming else _obj(shown)
-    title = f"{shown.line()} — {status}{', corrected' if corrected else ''}"
+    # the bar's status is relative to the cursor: the line's "(current)" (true now) is left out
+    title = f"{shown.line(mark_current=False)} — {status.replace('_', ' ')}{', corrected' if corrected else ''}"
     if shown.invalidated_by and status == "superseded":
         title += f" (by {shown.invalidated_by})"
     elif status == "invalidated" and shown.ended_reason and shown.system_to is None:

@@ -149,10 +149,12 @@ class Fact(_Dictable):
             return str(self.object)
         return _time_literal(self.object, self.timezone) or repr(self.object)
 
-    def line(self) -> str:
-        """One human/LLM-friendly line."""
+    def line(self, *, mark_current: bool = True) -> str:
+        """One human/LLM-friendly line; ``(current)`` marks a fact true now, as
+        known now (``mark_current=False`` leaves it out, for a line shown
+        under another basis)."""
         obj = self.object_text
-        mark = " (current)" if self.current else ""
+        mark = " (current)" if self.current and mark_current else ""
         return f"{self.subject} -{self.predicate}-> {obj} {self.interval_text}{mark} [{self.id}]"
 
     def to_dict(self) -> dict[str, Any]:
@@ -256,7 +258,7 @@ class Conflict(_Dictable):
     overlap_to: _dt.datetime | None
 
 
-BarStatus = Literal["current", "ended", "future", "superseded", "invalidated", "retracted"]
+BarStatus = Literal["valid", "ended", "not_yet", "superseded", "invalidated", "retracted"]
 
 
 @dataclass(frozen=True)
@@ -265,8 +267,8 @@ class FactBar(_Dictable):
     believed at the read's ``known_at`` and judged at its ``as_of`` (the cursor).
 
     ``start``/``end`` are the shown version's valid interval (``None``: unknown
-    start / open end). ``status`` is ``"current"``, ``"future"`` (starts after
-    the cursor), ``"ended"`` (ended at or before it), ``"superseded"`` /
+    start / open end). ``status``, relative to the cursor (the basis): ``"valid"``
+    (valid at it), ``"not_yet"`` (starts after it), ``"ended"`` (ended at or before it), ``"superseded"`` /
     ``"invalidated"`` (ended by a later value / by ``invalidate``; ``ended_by``
     says which) or ``"retracted"`` (no longer believed; the last version is
     shown). ``corrected`` marks a fact that ``correct()`` rewrote. ``group`` is
@@ -280,7 +282,7 @@ class FactBar(_Dictable):
     label: str
     start: _dt.datetime | None
     end: _dt.datetime | None
-    status: BarStatus = "current"
+    status: BarStatus = "valid"
     corrected: bool = False
     title: str = ""
     ended_by: Literal["superseded", "invalidated"] | None = None

@@ -19,7 +19,7 @@ _DAY_US = 86_400_000_000
 _YEAR_US = 365 * _DAY_US
 
 #: bar statuses, each drawn with its own CSS class
-STATUSES = ("current", "ended", "future", "superseded", "invalidated", "retracted")
+STATUSES = ("valid", "ended", "not_yet", "superseded", "invalidated", "retracted")
 
 
 def esc(text: object) -> str:
@@ -41,7 +41,7 @@ class Bar:
     label: str
     start_us: int | None
     end_us: int | None
-    status: str = "current"
+    status: str = "valid"
     corrected: bool = False
     title: str = ""
     ended_by: str | None = None  # "superseded" / "invalidated": how a known end came about
@@ -148,7 +148,7 @@ _TIMELINE_STYLE = (
     "<style>"
     ".tl text{font:11px sans-serif;fill:#222}.tl .axis text{fill:#555}.tl .grid{stroke:#e5e5e5}"
     ".tl .glabel{font-weight:bold}.tl .gsep{stroke:#bbb}"
-    ".bar{stroke-width:1}.bar.current{fill:#3b82f6;stroke:#1d4ed8}.bar.future{fill:#93c5fd;stroke:#3b82f6}"
+    ".bar{stroke-width:1}.bar.valid{fill:#3b82f6;stroke:#1d4ed8}.bar.not_yet{fill:#93c5fd;stroke:#3b82f6}"
     ".bar.ended{fill:#9ca3af;stroke:#6b7280}.bar.superseded{fill:#c4b5a0;stroke:#8a6d3b}"
     ".bar.invalidated{fill:#a3a3a3;stroke:#525252}"
     ".bar.retracted{fill:url(#p-retracted);stroke:#d33;stroke-dasharray:3 2}"
@@ -252,7 +252,7 @@ def _bar_svg(bar: Bar, x: Callable[[int], float], y: float, row: int, left: floa
                      f'<title>corrected</title></circle>')
     room = int((w - 10) / 6)
     if room >= 3:
-        dark = " dark" if bar.status in ("retracted", "future", "superseded") else ""
+        dark = " dark" if bar.status in ("retracted", "not_yet", "superseded") else ""
         # an unknown start is drawn faded: put the label where the bar is opaque
         lx = x0 + (min(w * 0.3, 90.0) if bar.start_us is None else (10 if bar.corrected else 4))
         room = int((x1 - lx - 6) / 6)

@@ -406,6 +406,9 @@ class Episodes:
             superseded_at=from_us(rec.superseded_at) if rec.superseded_at is not None else None,
             erased_at=from_us(rec.erased_at) if rec.erased_at is not None else None,
             namespace=self._scope.namespace,
+            occurred_precision=Precision(rec.occurred_prec) if rec.occurred_prec is not None else None,
+            superseded_recorded_at=(from_us(rec.superseded_recorded_at)
+                                    if rec.superseded_recorded_at is not None else None),
         )
 
     def episode(self, episode_id: str) -> Episode:

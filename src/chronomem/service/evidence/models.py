@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal, Mapping
 
 from ...core.models import Fact, _Dictable
-from ...core.time import Precision
+from ...core.time import Precision, format_us, to_us
 from ...errors import InvalidInputError
 
 __all__ = [
@@ -46,6 +46,10 @@ class Episode(_Dictable):
     ``occurred_at``: when it was said or happened (valid time, may be None);
     ``recorded_at``: when the memory stored it (system time). ``mentions``:
     the time expressions in the text, resolved against ``occurred_at``.
+    ``occurred_precision``: how ``occurred_at`` was given (``"2023-05-08"``
+    is day precision). ``superseded_at``: when a supersession takes effect
+    (the superseding episode's occurred time); ``superseded_recorded_at``:
+    when the memory recorded it (``docs/concepts/time.md``, "Evidence views").
     ``fact_ids``: the facts that cite it. An erased episode (a tombstone)
     keeps only its id, namespace, times and supersession link (``erased_at``
     set, ``text`` empty; ``docs/evidence.md``, "Erasure").
@@ -65,6 +69,15 @@ class Episode(_Dictable):
     superseded_at: _dt.datetime | None = None
     erased_at: _dt.datetime | None = None
     namespace: str = "default"
+    occurred_precision: Precision | None = None
+    superseded_recorded_at: _dt.datetime | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        # one JSON time form: occurred_at at the precision it was given ("2023-05-08")
+        out = super().to_dict()
+        if self.occurred_at is not None and self.occurred_precision is not None:
+            out["occurred_at"] = format_us(to_us(self.occurred_at), self.occurred_precision)
+        return out
 
 
 @dataclass(frozen=True)
