@@ -20,6 +20,8 @@ EXPECTED_ALL = {
     # result types
     "Conflict", "Diff", "DiffChange", "Entity", "Event", "Fact", "Neighbor", "Path", "Predicate", "Provenance",
     "Stats", "Volatility",
+    # Memory.doctor
+    "DoctorReport",
     # what ended a fact version (Fact.ended_by)
     "CloseKind",
     # evidence
@@ -29,12 +31,13 @@ EXPECTED_ALL = {
     "CardinalityError", "NotFoundError", "FactNotFoundError", "EntityNotFoundError", "PredicateNotFoundError",
     "ConflictError", "AliasConflictError", "ConfirmationRequiredError", "StoreError", "SchemaVersionError",
     "StoreLockedError", "MissingExtraError", "ExportVersionError", "EpisodeNotFoundError", "UnsafeBindError",
+    "LimitExceededError",
 }
 
 #: errors of chronomem.errors that a caller of the memory API never sees (the
 #: web server answers them as 401/403; the installer behind ``chronomem
 #: install`` raises the other two), so ``chronomem`` does not export them
-INTERNAL_ERRORS = {"AuthenticationError", "ForbiddenError", "InstallError", "ConfigFormatError"}
+INTERNAL_ERRORS = {"AuthenticationError", "BodyTooLargeError", "ForbiddenError", "InstallError", "ConfigFormatError"}
 
 #: where each error used to live; those imports keep working
 OLD_HOMES = {
@@ -52,7 +55,7 @@ MEMORY_METHODS = {
     "neighbors", "paths", "search_facts", "stats", "with_decay", "entity", "entities", "set_entity", "alias",
     "merge", "unmerge", "define_predicate", "predicates", "predicate", "now", "parse_time", "close",
     "add_episode", "add_episodes", "supersede_episode", "erase_episode", "episode", "episode_facts", "episodes",
-    "search", "recall", "reindex", "use_embedder", "evidence_stats", "invalidate_fact",
+    "search", "recall", "reindex", "use_embedder", "evidence_stats", "invalidate_fact", "doctor",
 }
 
 
@@ -84,7 +87,7 @@ def test_memory_public_methods_exist_and_are_documented() -> None:
                   "between", "history", "fact", "versions", "evidence", "timeline", "diff", "conflicts",
                   "volatility", "neighbors", "paths", "search_facts", "with_decay", "entity", "set_entity",
                   "alias", "merge", "unmerge", "define_predicate", "facts_sql", "now", "parse_time",
-                  "invalidate_fact"}
+                  "invalidate_fact", "doctor"}
     for name in documented:
         assert inspect.getdoc(getattr(chronomem.Memory, name)), f"Memory.{name} has no docstring"
 
@@ -142,7 +145,8 @@ def test_error_tree_in_the_docs_names_every_error() -> None:
 def test_error_tree_shape() -> None:
     e = chronomem
     invalid: list[type[Exception]] = [e.InvalidTimeError, e.InvalidIntervalError, e.InvalidNameError,
-                                      e.CardinalityError, e.ExportVersionError, e.UnsafeBindError]
+                                      e.CardinalityError, e.ExportVersionError, e.UnsafeBindError,
+                                      e.LimitExceededError]
     for sub in invalid:
         assert issubclass(sub, e.InvalidInputError)
     missing: list[type[Exception]] = [e.FactNotFoundError, e.EntityNotFoundError, e.PredicateNotFoundError,
@@ -171,7 +175,7 @@ def test_result_types_are_frozen_dataclasses_with_to_dict() -> None:
     import dataclasses
 
     for name in ("Conflict", "Diff", "DiffChange", "Entity", "Event", "Fact", "Neighbor", "Path", "Predicate",
-                 "Provenance", "Stats", "Volatility"):
+                 "Provenance", "Stats", "Volatility", "DoctorReport"):
         cls = getattr(chronomem, name)
         assert dataclasses.is_dataclass(cls), name
         assert cls.__dataclass_params__.frozen, name

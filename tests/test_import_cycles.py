@@ -163,7 +163,7 @@ ERRORS = "chronomem.errors"
 PUBLIC = {
     "chronomem", "chronomem.errors", "chronomem.memory", "chronomem.io", "chronomem.copy", "chronomem.store",
     "chronomem.core.time", "chronomem.core.models", "chronomem.core.names", "chronomem.core.jsonobj",
-    "chronomem.core.phrases", "chronomem.core.basis",
+    "chronomem.core.phrases", "chronomem.core.basis", "chronomem.core.limits", "chronomem.core.paging",
     "chronomem.service.evidence",
 }
 _FLOORS = ("core", "store", "service", "adapters")

@@ -227,7 +227,11 @@ def test_facts_filters_directions_limit_and_known_at(mem: Memory) -> None:
     out = ok(call(mem, "facts", {"subject": "Acme", "direction": "in"}))
     assert sorted(f["subject"] for f in out["facts"]) == ["Alice", "Bob", "Carol"] and out["count"] == 3
     r = call(mem, "facts", {"subject": "Acme", "direction": "in", "limit": 2})
-    assert ok(r)["count"] == 2 and "limit 2 reached" in text(r)
+    assert ok(r)["count"] == 2 and ok(r)["next"] == 2 and text(r).endswith("(more: call again with offset=2)")
+    rest = ok(call(mem, "facts", {"subject": "Acme", "direction": "in", "limit": 2, "offset": 2}))
+    assert rest["count"] == 1 and rest["next"] is None
+    assert {f["subject"] for f in ok(r)["facts"] + rest["facts"]} == {"Alice", "Bob", "Carol"}
+    assert "argument 'limit'" in err(call(mem, "facts", {"limit": 0}))  # was: "no facts match"
     assert ok(call(mem, "facts", {"object": "Acme", "predicate": "works_at"}))["count"] == 3
     lines = text(call(mem, "facts", {"subject": "Alice"})).splitlines()
     assert len(lines) == 1 and lines[0].startswith("Alice -works_at-> Acme [2022, …) (current) [")

@@ -278,7 +278,7 @@ def test_search_hits_score_parts_and_views(mem: Memory) -> None:
     ("args", "needle"),
     [
         ({"query": " "}, "search query must be a non-empty string"),
-        ({"query": "x" * (MAX_EPISODE_CHARS + 1)}, f"longer than {MAX_EPISODE_CHARS} characters"),
+        ({"query": "x" * (MAX_EPISODE_CHARS + 1)}, f"more than the limit of {MAX_EPISODE_CHARS}"),
         ({"query": "lead", "view": "sideways"}, "argument 'view': Input should be 'as_world', 'as_recorded' or 'raw'"),
         ({"query": "lead", "k": 0}, "argument 'k'"),
         ({"query": "lead", "at": "someday"}, "invalid time for at: 'someday'"),

@@ -129,9 +129,12 @@ def test_entity_errors(client: Client) -> None:
     assert "as_of" in r.json()["error"]["message"]
     r = client.get("/entity/Acme?known_at=13-13")
     assert r.status_code == 400 and "InvalidTimeError" in r.text
-    for bad in ("0", "x", "99"):
+    for bad in ("0", "x", "-1", "1.5"):
         r = client.get(f"/entity/Acme.json?page={bad}")
         assert r.status_code == 400 and r.json()["error"]["type"] == "InvalidInputError"
+    # a page past the last is an empty page (it was a 400): a client paging on stops there
+    past = client.get("/entity/Acme.json?page=99").json()
+    assert past["valid_at_basis"] == past["history"] == past["timeline"]["bars"] == [] and past["next"] is None
 
 
 def test_graph_changes_with_as_of(client: Client) -> None:

@@ -37,6 +37,7 @@ from .errors import (
     InvalidIntervalError,
     InvalidNameError,
     InvalidTimeError,
+    LimitExceededError,
     MissingExtraError,
     NotFoundError,
     PredicateNotFoundError,
@@ -46,6 +47,7 @@ from .errors import (
     UnsafeBindError,
 )
 from .memory import Memory
+from .service.doctor import DoctorReport
 from .service.evidence import Embedder, Episode, FactNote, Hit, Recall, RecallItem, ScoreParts, SearchConfig, TimeSpan
 
 __version__ = "0.1.0"
@@ -61,6 +63,7 @@ __all__ = [
     "ConflictError",
     "Diff",
     "DiffChange",
+    "DoctorReport",
     "Embedder",
     "Entity",
     "EntityNotFoundError",
@@ -77,6 +80,7 @@ __all__ = [
     "InvalidIntervalError",
     "InvalidNameError",
     "InvalidTimeError",
+    "LimitExceededError",
     "Memory",
     "MissingExtraError",
     "Neighbor",

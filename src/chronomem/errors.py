@@ -8,6 +8,8 @@
     │   ├── InvalidTimeError         a time value that cannot be read
     │   ├── InvalidIntervalError     valid_to <= valid_from, or an empty interval
     │   ├── InvalidNameError         an empty / unusable entity or predicate name
+    │   ├── LimitExceededError       a value past a documented limit (docs/limits.md)
+    │   │   └── BodyTooLargeError    web: a request body larger than the server reads (413)
     │   ├── CardinalityError         a write that would break a predicate's cardinality
     │   ├── ExportVersionError       an export's format_version this chronomem cannot read
     │   └── UnsafeBindError          serving a non-loopback address without a bearer token
@@ -28,9 +30,10 @@
     ├── InstallError                 ``chronomem install``: the request cannot be carried out
     └── ConfigFormatError            ``chronomem install``: an agent config file cannot be edited
 
-The last four are raised and handled inside the web server and the
-installer (they become HTTP statuses and CLI messages), so they are not
-exported from the top-level ``chronomem`` package; import them from here.
+The last four, and ``BodyTooLargeError``, are raised and handled inside the
+web server and the installer (they become HTTP statuses and CLI messages),
+so they are not exported from the top-level ``chronomem`` package; import
+them from here.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from __future__ import annotations
 __all__ = [
     "AliasConflictError",
     "AuthenticationError",
+    "BodyTooLargeError",
     "CardinalityError",
     "ChronomemError",
     "ConfigFormatError",
@@ -53,6 +57,7 @@ __all__ = [
     "InvalidIntervalError",
     "InvalidNameError",
     "InvalidTimeError",
+    "LimitExceededError",
     "MissingExtraError",
     "NotFoundError",
     "PredicateNotFoundError",
@@ -98,6 +103,36 @@ class InvalidIntervalError(InvalidInputError):
 
 class InvalidNameError(InvalidInputError):
     """An entity or predicate name is empty or normalizes to nothing."""
+
+
+class LimitExceededError(InvalidInputError):
+    """A value is past one of the documented limits (``docs/limits.md``):
+    too long, too deep, too many keys or items, too large a number.
+    ``field`` names the argument, ``limit`` the limit and ``actual`` what
+    was given (``None`` when not measured to the end). Nothing was written."""
+
+    def __init__(self, field: str, limit: int, actual: int | None = None, *, unit: str = "characters",
+                 why: str = "") -> None:
+        self.field = field
+        self.limit = limit
+        self.actual = actual
+        if why:
+            msg = f"{field} is out of range: {why}"
+        elif unit:
+            if actual is not None:
+                msg = f"{field} has {actual} {unit}, more than the limit of {limit}"
+            else:
+                msg = f"{field} has more than the limit of {limit} {unit}"
+        else:
+            msg = f"{field} must be at most {limit}, not {actual}"
+        super().__init__(msg)
+
+
+class BodyTooLargeError(LimitExceededError):
+    """An HTTP request body is larger than the server reads (413)."""
+
+    def __init__(self, limit: int, actual: int | None = None) -> None:
+        super().__init__("the request body", limit, actual, unit="bytes")
 
 
 class CardinalityError(InvalidInputError):

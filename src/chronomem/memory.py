@@ -12,10 +12,12 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any, Callable, Concatenate, Generic, ParamSpec, TypeVar, overload
 
+from .core.limits import MAX_NAMESPACE_CHARS, check_text
 from .core.phrases import ResolvedTime
 from .core.time import TimeLike, TimePoint, get_timezone, timezone_name
 from .errors import InvalidInputError
 from .service.analyses import Analyses
+from .service.doctor import Doctor
 from .service.evidence.embed import Embedder
 from .service.evidence.embedding import Embedding
 from .service.evidence.episodes import Episodes, episode_store
@@ -74,6 +76,7 @@ class Memory:
                  clock: Any = None) -> None:
         if not isinstance(namespace, str) or not namespace.strip():
             raise InvalidInputError(f"namespace must be a non-empty string, not {namespace!r}")
+        check_text(namespace, "namespace", MAX_NAMESPACE_CHARS)
         tz = get_timezone(timezone)
         ns_id = store.namespace_id(namespace)
         assert ns_id is not None
@@ -91,6 +94,7 @@ class Memory:
         self._episodes = Episodes(scope, reads, self._embedding)
         self._search = Search(scope, reads, self._episodes, self._embedding)
         self._recaller = Recaller(scope, reads, self._search)
+        self._doctor = Doctor(scope, self._episodes, self._embedding)
 
     # -- lifecycle -------------------------------------------------------
     @property
@@ -173,6 +177,9 @@ class Memory:
     neighbors = _Service("_analyses", Analyses.neighbors)
     paths = _Service("_analyses", Analyses.paths)
     fact_bars = _Service("_analyses", Analyses.fact_bars)
+    entity_timeline = _Service("_analyses", Analyses.entity_timeline)
+    edges = _Service("_analyses", Analyses.edges)
+    valid_span = _Service("_analyses", Analyses.valid_span)
 
     # -- entities, aliases, merges, predicates (service/identity.py) -----
     entity = _Service("_identity", Identity.entity)
@@ -195,6 +202,7 @@ class Memory:
     episodes = _Service("_episodes", Episodes.episodes)
     reindex = _Service("_episodes", Episodes.reindex)
     evidence_stats = _Service("_episodes", Episodes.evidence_stats)
+    doctor = _Service("_doctor", Doctor.doctor)
     search = _Service("_search", Search.search)
     recall = _Service("_recaller", Recaller.recall)
 

@@ -16,6 +16,7 @@ from chronomem import (
     InvalidIntervalError,
     InvalidNameError,
     InvalidTimeError,
+    LimitExceededError,
     Memory,
 )
 
@@ -53,7 +54,7 @@ WRITE_CASES: list[tuple[str, Call, type[ChronomemError]]] = [
     ("empty object", lambda m: m.add_fact("Ana", "works_at", "   "), InvalidNameError),
     ("int subject", lambda m: m.add_fact(42, "works_at", "Nimbus"), InvalidNameError),  # type: ignore[arg-type]
     ("list predicate", lambda m: m.add_fact("Ana", ["p"], "Nimbus"), InvalidNameError),  # type: ignore[arg-type]
-    ("long name", lambda m: m.add_fact("x" * 1001, "works_at", "Nimbus"), InvalidNameError),
+    ("long name", lambda m: m.add_fact("x" * 1001, "works_at", "Nimbus"), LimitExceededError),
     ("None subject", lambda m: m.add_fact(None, "works_at", "Nimbus"), InvalidInputError),  # type: ignore[arg-type]
     ("None object", lambda m: m.add_fact("Ana", "works_at", None), InvalidInputError),
     # wrong types / values

@@ -6,7 +6,8 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 from collections import defaultdict, deque
-from typing import AbstractSet, Callable, Iterable, Literal, Mapping, Sequence
+from operator import itemgetter
+from typing import AbstractSet, Any, Callable, Iterable, Literal, Mapping, Sequence
 
 from .models import (
     Axis,
@@ -22,10 +23,21 @@ from .models import (
     Predicate,
     Volatility,
 )
-from .time import to_us
-from .version import CloseKind
+from .time import MAX_US, MIN_US, to_us
+from .version import CLOSE_KINDS, CloseKind
 
-__all__ = ["conflicts", "decay", "diff", "fact_bars", "neighbors", "paths", "timeline", "volatility"]
+__all__ = ["bar_order", "bar_page", "conflict_rows", "conflicts", "decay", "diff", "diff_rows", "fact_bars",
+           "neighbors", "paths", "pick_events",
+           "timeline", "timeline_keys", "volatility"]
+
+#: a ``KEY_COLUMNS`` tuple's (fact_id, version)
+_BY_VERSION = itemgetter(0, 1)
+_SKIPPED = (CloseKind.SUPERSEDED, CloseKind.INVALIDATED)
+#: an event's rank among events at the same instant (timeline's sort)
+_ORDER = {"started": 0, "ended": 0, "recorded": 1}
+
+#: one event's place in :func:`timeline`'s order: (at in µs, kind rank, fact id, its index among the fact's events)
+EventKey = tuple[int, int, str, int]
 
 
 def _obj(f: Fact) -> str:
@@ -84,9 +96,69 @@ def timeline(versions: Sequence[Fact], start: int | None, end: int | None,
         events = [e for e in events if to_us(e.at) >= start]
     if end is not None:
         events = [e for e in events if to_us(e.at) < end]
-    order = {"started": 0, "ended": 0, "recorded": 1}
-    events.sort(key=lambda e: (e.at, order.get(e.kind, 2), e.fact_id))
+    events.sort(key=lambda e: (e.at, _ORDER.get(e.kind, 2), e.fact_id))
     return events
+
+
+def timeline_keys(rows: Sequence[Sequence[Any]], start: int | None, end: int | None) -> list[EventKey]:
+    """The keys of the events :func:`timeline` makes from the same versions,
+    in its order, made from ``rows`` (``KEY_COLUMNS`` tuples of a
+    ``keys_only`` read) without building a fact or a sentence: a page of keys
+    says which facts' events to build (:func:`pick_events`). Mirrors
+    :func:`timeline`'s choice of events; a fact's own keys are numbered in
+    version order, which breaks ties as its stable sort does."""
+    keys: list[EventKey] = []
+    add = keys.append
+    kinds = CLOSE_KINDS
+    ordered = sorted(rows, key=_BY_VERSION)
+    last = len(ordered) - 1
+    prev, n = None, 0
+    for i, (fid, _v, vf, vt, sf, st, _inv, ck, ek, *_ids) in enumerate(ordered):
+        if fid != prev:  # its first version: 'recorded'
+            prev, n = fid, 0
+            add((sf, 1, fid, 0))
+        n += 1  # ties only within one kind rank, where timeline() makes events in version order
+        if st != MAX_US:  # closed: why
+            kind = kinds[ck] if ck is not None else kinds[ek] if ek else None
+            if kind in _SKIPPED and i < last and ordered[i + 1][0] == fid:
+                continue  # shown as the successor's valid-time 'ended'
+            add((st, 2, fid, n))
+            continue
+        if vf != MIN_US:  # believed: its valid interval
+            add((vf, 0, fid, n))
+        if vt != MAX_US:
+            add((vt, 0, fid, n + 1))
+        n += 1
+    if start is not None:
+        keys = [k for k in keys if k[0] >= start]
+    if end is not None:
+        keys = [k for k in keys if k[0] < end]
+    keys.sort()
+    return keys
+
+
+def pick_events(keys: Sequence[EventKey], page: Sequence[EventKey],
+                events: Sequence[Event]) -> list[Event] | None:
+    """The events of ``page`` (a slice of ``keys``, :func:`timeline_keys`) out
+    of ``events``, :func:`timeline` run on (at least) every version of the
+    page's facts. A fact's keys in ``keys`` and its events come in the same
+    order (ties broken by the order :func:`timeline` makes them), one for one;
+    ``None`` if they do not match (``events`` come from another snapshot)."""
+    want = {k[2] for k in page}
+    own: dict[str, list[Event]] = defaultdict(list)
+    for e in events:
+        if e.fact_id in want:
+            own[e.fact_id].append(e)
+    mine: dict[str, list[EventKey]] = defaultdict(list)
+    for k in keys:
+        if k[2] in want:
+            mine[k[2]].append(k)
+    at: dict[EventKey, Event] = {}
+    for fid, ks in mine.items():
+        if len(ks) != len(own[fid]):
+            return None  # the two reads saw different versions (a write between them)
+        at.update(zip(ks, own[fid], strict=True))
+    return [at[k] for k in page]
 
 
 def _end_cause(v: Fact, by_id: Mapping[str, Sequence[Fact]], enders: Mapping[str, Fact]) -> str:
@@ -131,29 +203,117 @@ def fact_bars(entity: str, versions: Iterable[Fact], known: int | None, cursor: 
     believed at ``known`` and judged at ``cursor`` (both microseconds; ``known``
     ``None``: now). Facts folded into another (coalesced, merged, ...) get no
     bar of their own. Sorted outgoing first, then by predicate, start and id."""
+    return bar_page(entity, versions, known, cursor, 0, None)[0]
+
+
+def bar_page(entity: str, versions: Iterable[Fact], known: int | None, cursor: int, offset: int,
+             limit: int | None, retracted: AbstractSet[str] | None = None) -> tuple[list[FactBar], dict[str, int]]:
+    """Bars ``offset`` to ``offset + limit`` (``None``: all) of
+    :func:`fact_bars` and every bar's status counted. Only the page's bars
+    get their title (the costly part: a sentence per bar). ``retracted``:
+    the facts retracted as believed at ``known`` (default: found among
+    ``versions``; given when ``versions`` are only some facts')."""
     by_id: dict[str, list[Fact]] = defaultdict(list)
     for v in versions:
         if known is None or to_us(v.system_from) <= known:
             by_id[v.id].append(v)
     for vs in by_id.values():
         vs.sort(key=lambda v: v.version)
-    retracted = {fid for fid, vs in by_id.items()
-                 if _believed(vs, known) is None and vs[-1].ended_by == CloseKind.RETRACTED}
+    if retracted is None:
+        retracted = {fid for fid, vs in by_id.items()
+                     if _believed(vs, known) is None and vs[-1].ended_by == CloseKind.RETRACTED}
     bars = [b for vs in by_id.values() if (b := _bar(entity, vs, known, cursor, retracted)) is not None]
-    bars.sort(key=lambda b: (b.group.startswith("←"), b.group, to_us(b.start) if b.start is not None else -(2**63),
-                             b.fact_id))
-    return bars
+    bars.sort(key=lambda b: (b[0].group.startswith("←"), b[0].group,
+                             to_us(b[0].start) if b[0].start is not None else -(2**63), b[0].fact_id))
+    statuses: dict[str, int] = defaultdict(int)
+    for bar, _shown, _in in bars:
+        statuses[bar.status] += 1
+    shown = bars[offset:] if limit is None else bars[offset: offset + limit]
+    return [dataclasses.replace(b, title=_title(f, b), label=f.subject if incoming else _obj(f))
+            for b, f, incoming in shown], dict(statuses)
+
+
+def _kind(r: Sequence[Any]) -> CloseKind | None:
+    """A ``KEY_COLUMNS`` row's :attr:`Fact.ended_by` (as the codec makes it)."""
+    ck, ek = r[7], r[8]
+    return CLOSE_KINDS[ck] if ck is not None else CLOSE_KINDS[ek] if ek else None
+
+
+def _believed_row(vs: Sequence[Sequence[Any]], known: int | None) -> Sequence[Any] | None:
+    for v in vs:
+        if (v[5] == MAX_US) if known is None else (v[4] <= known < v[5]):
+            return v
+    return None
+
+
+def bar_order(rows: Sequence[Sequence[Any]], entity_id: int, predicate_names: Mapping[int, str],
+              known: int | None, cursor: int) -> tuple[list[tuple[str, str, str]], dict[str, int], set[str]]:
+    """:func:`bar_page`'s order, statuses and retracted facts from ``rows``
+    (``KEY_COLUMNS`` tuples of the entity's versions, ``entity_id`` its id)
+    without building a fact: ``[(fact id, status, group)]`` in bar order, every
+    status counted, and the ids of the facts retracted as believed at
+    ``known``. Mirrors :func:`_bar`'s status (a bar is incoming when its
+    subject is another entity: the read has it because its object is this one)."""
+    ordered = sorted(rows, key=_BY_VERSION)
+    if known is not None:
+        ordered = [r for r in ordered if r[4] <= known]
+    retracted: set[str] = set()
+    keyed: list[tuple[bool, str, int, str, str]] = []
+    n_rows = len(ordered)
+    i = 0
+    while i < n_rows:  # one fact's versions, oldest first, per turn
+        r = ordered[i]
+        fid = r[0]
+        j = i + 1
+        while j < n_rows and ordered[j][0] == fid:
+            j += 1
+        if j == i + 1:  # the common case: one version
+            live = r if ((r[5] == MAX_US) if known is None else (r[4] <= known < r[5])) else None
+        else:
+            live = _believed_row(ordered[i:j], known)
+        if live is None:
+            if _kind(ordered[j - 1]) != CloseKind.RETRACTED:
+                i = j
+                continue  # folded into another fact: drawn there
+            retracted.add(fid)
+            shown, status = ordered[j - 1], "retracted"
+        else:
+            shown = live
+            vf, vt = live[2], live[3]
+            if vt != MAX_US and vt <= cursor:
+                cause = _kind(live) if live[5] == MAX_US else next(
+                    (_kind(v) for v in reversed(ordered[i:j]) if v[1] < live[1]), None)
+                status = "superseded" if cause == CloseKind.SUPERSEDED else "invalidated" \
+                    if cause == CloseKind.INVALIDATED else "ended"
+            elif vf != MIN_US and vf > cursor:
+                status = "not_yet"
+            else:
+                status = "valid"
+        pred = predicate_names.get(shown[10], "")
+        group = f"← {pred}" if shown[9] != entity_id else pred  # incoming: another entity's subject
+        keyed.append((group.startswith("←"), group, shown[2] if shown[2] != MIN_US else -(2**63), fid, status))
+        i = j
+    keyed.sort()  # fact ids are unique: the status never decides
+    statuses: dict[str, int] = defaultdict(int)
+    for k in keyed:
+        statuses[k[4]] += 1
+    return [(k[3], k[4], k[1]) for k in keyed], dict(statuses), retracted
 
 
 def _bar(entity: str, visible: list[Fact], known: int | None, cursor: int,
-         retracted: AbstractSet[str]) -> FactBar | None:
-    """The bar of one fact from its versions recorded by ``known``, oldest first."""
+         retracted: AbstractSet[str]) -> tuple[FactBar, Fact, bool] | None:
+    """The bar of one fact from its versions recorded by ``known``, oldest
+    first (title and label left empty: the page's are filled in by
+    :func:`bar_page`), the version it shows and whether it is incoming."""
     live = _believed(visible, known)
     # a "corrected" close whose version had been cut by a fact later retracted is a
     # restoration (the retraction gave the value back), not a correction
-    corrected = any(v.ended_by == CloseKind.CORRECTED and v.invalidated_by not in retracted
-                    and (known is None or (v.system_to is not None and to_us(v.system_to) <= known))
-                    for v in visible)
+    corrected = False
+    for v in visible:  # a loop, not any(): this runs once per fact of a busy entity
+        if v.ended_by == CloseKind.CORRECTED and v.invalidated_by not in retracted \
+                and (known is None or (v.system_to is not None and to_us(v.system_to) <= known)):
+            corrected = True
+            break
     ended_by: Literal["superseded", "invalidated"] | None = None
     status: BarStatus
     if live is None:
@@ -180,18 +340,23 @@ def _bar(entity: str, visible: list[Fact], known: int | None, cursor: int,
     incoming = shown.subject.casefold() != entity.casefold() and isinstance(shown.object, str) \
         and shown.object.casefold() == entity.casefold()
     group = f"← {shown.predicate}" if incoming else shown.predicate
-    label = shown.subject if incoming else _obj(shown)
+    return FactBar(
+        fact_id=shown.id, group=group, label="", start=shown.valid_from, end=shown.valid_to,
+        status=status, corrected=corrected, title="", ended_by=ended_by,
+        target=shown.subject if incoming else (None if shown.literal else str(shown.object)),
+    ), shown, incoming
+
+
+def _title(shown: Fact, b: FactBar) -> str:
+    """The hover text of bar ``b`` showing version ``shown``."""
+    status = b.status
     # the bar's status is relative to the cursor: the line's "(current)" (true now) is left out
-    title = f"{shown.line(mark_current=False)} — {status.replace('_', ' ')}{', corrected' if corrected else ''}"
+    title = f"{shown.line(mark_current=False)} — {status.replace('_', ' ')}{', corrected' if b.corrected else ''}"
     if shown.invalidated_by and status == "superseded":
         title += f" (by {shown.invalidated_by})"
     elif status == "invalidated" and shown.ended_reason and shown.system_to is None:
         title += f": {shown.ended_reason}"
-    return FactBar(
-        fact_id=shown.id, group=group, label=label, start=shown.valid_from, end=shown.valid_to,
-        status=status, corrected=corrected, title=title, ended_by=ended_by,
-        target=shown.subject if incoming else (None if shown.literal else str(shown.object)),
-    )
+    return title
 
 
 def diff(before: Sequence[Fact], after: Sequence[Fact], t1: _dt.datetime, t2: _dt.datetime, axis: Axis,
@@ -281,6 +446,127 @@ def _emit(out: list[Conflict], subject: str, predicate: str, kind: str, cluster:
     known_ends = [e for e in ends if e is not None]
     overlap_to = min(known_ends) if known_ends else None
     out.append(Conflict(subject, predicate, kind, tuple(cluster), overlap_from, overlap_to))  # type: ignore[arg-type]
+
+
+# -- conflicts and diff on ``KEY_OBJECT_COLUMNS`` rows (no fact built) --------------
+# a row: (rowid, valid_from, valid_to, subject_id, predicate_id, object_id, object_lit)
+#: a row's (object_id, object_lit): equal ones have equal objects
+_RAW_OBJ = itemgetter(5, 6)
+#: a read's order: (valid_from, rowid)
+_READ_ORDER = itemgetter(1, 0)
+_MIN_DT_US = to_us(_dt.datetime.min.replace(tzinfo=_dt.timezone.utc))
+
+RawRow = Sequence[Any]
+#: (subject, predicate, kind, the cluster's rows in :func:`conflicts`' order, overlap_from µs, overlap_to µs)
+ConflictRows = tuple[str, str, str, list[RawRow], int | None, int | None]
+
+
+def _grouped(rows: Iterable[RawRow], subjects: Mapping[int, str], predicates: Mapping[int, str],
+             order: Callable[[RawRow], Any] = _READ_ORDER) -> dict[tuple[str, str], list[RawRow]]:
+    """Rows by (subject, predicate) name, each group sorted by ``order``
+    (a read's; grouped on ids first: sorting groups costs less than sorting all)."""
+    by_ids: dict[tuple[int, int], list[RawRow]] = defaultdict(list)
+    for r in rows:
+        by_ids[(r[3], r[4])].append(r)
+    groups: dict[tuple[str, str], list[RawRow]] = {}
+    for (sid, pid), rs in by_ids.items():
+        key = (subjects.get(sid, ""), predicates.get(pid, ""))
+        if key in groups:  # two ids under one name
+            groups[key] += rs
+        else:
+            groups[key] = rs
+    for rs in groups.values():
+        rs.sort(key=order)
+    return groups
+
+
+def _conflict_order(r: RawRow) -> tuple[int, int, int]:
+    """conflicts()' stable sort on the start (an unknown one: datetime.min) of facts in a read's order."""
+    return (r[1] if r[1] != MIN_US else _MIN_DT_US, r[1], r[0])
+
+
+def conflict_rows(rows: Iterable[RawRow], subjects: Mapping[int, str], predicate_names: Mapping[int, str],
+                  predicates: Mapping[str, Predicate], text: Callable[[RawRow], str]) -> list[ConflictRows]:
+    """:func:`conflicts` on ``KEY_OBJECT_COLUMNS`` rows of the same read (one
+    row per fact): the same conflicts in the same order, each as its rows.
+    ``text(row)`` is the row's :attr:`Fact.object_text`; it is asked only
+    where two rows' raw objects differ (equal raw objects, equal texts)."""
+    out: list[ConflictRows] = []
+    groups = _grouped(rows, subjects, predicate_names, _conflict_order)
+    for (subject, predicate), rs in sorted(groups.items()):
+        p = predicates.get(predicate)
+        if len(rs) < 2 or (p is not None and p.declared and p.cardinality == "many"):
+            continue
+        kind = "cardinality" if p is not None and p.cardinality == "one" else "review"
+        cluster = [rs[0]]
+        end = rs[0][2]
+        for r in rs[1:]:
+            start = r[1] if r[1] != MIN_US else _MIN_DT_US
+            if end == MAX_US or start < end:
+                cluster.append(r)
+                if end != MAX_US and (r[2] == MAX_US or r[2] > end):
+                    end = r[2]
+            else:
+                _emit_rows(out, subject, predicate, kind, cluster, text)
+                cluster, end = [r], r[2]
+        _emit_rows(out, subject, predicate, kind, cluster, text)
+    return out
+
+
+def _emit_rows(out: list[ConflictRows], subject: str, predicate: str, kind: str, cluster: list[RawRow],
+               text: Callable[[RawRow], str]) -> None:
+    if len(cluster) < 2:
+        return
+    first = _RAW_OBJ(cluster[0])
+    first_text: str | None = None
+    for r in cluster[1:]:  # two different object texts make a conflict
+        if _RAW_OBJ(r) != first:
+            first_text = text(cluster[0]) if first_text is None else first_text
+            if text(r) != first_text:
+                break
+    else:
+        return
+    starts = [r[1] for r in cluster if r[1] != MIN_US]
+    ends = [r[2] for r in cluster if r[2] != MAX_US]
+    out.append((subject, predicate, kind, cluster, max(starts) if starts else None, min(ends) if ends else None))
+
+
+#: :func:`diff_rows`' answer: added, removed and changed (old, new) rows, and how many are unchanged
+DiffRows = tuple[list[RawRow], list[RawRow], list[tuple[RawRow, RawRow]], int]
+
+
+def diff_rows(before: Sequence[RawRow], after: Sequence[RawRow], single: set[str], subjects: Mapping[int, str],
+              predicate_names: Mapping[int, str], text: Callable[[RawRow], str],
+              value: Callable[[RawRow], Any]) -> DiffRows:
+    """:func:`diff` on the valid axis on ``KEY_OBJECT_COLUMNS`` rows of the
+    same reads: the same lists in the same order, as rows (the system axis
+    pairs versions by fact id, which these rows leave out). ``text(row)`` / ``value(row)`` are the
+    row's :attr:`Fact.object_text` / :attr:`Fact.object` (asked only where
+    raw objects differ, or to tell values apart by text)."""
+    added: list[RawRow] = []
+    removed: list[RawRow] = []
+    changed: list[tuple[RawRow, RawRow]] = []
+    unchanged = 0
+
+    def same_object(x: RawRow, y: RawRow) -> bool:
+        return _RAW_OBJ(x) == _RAW_OBJ(y) or bool(value(x) == value(y))
+
+    ga = _grouped(before, subjects, predicate_names)
+    gb = _grouped(after, subjects, predicate_names)
+    for key in sorted(set(ga) | set(gb)):
+        xs, ys = ga.get(key, []), gb.get(key, [])
+        if key[1] in single and len(xs) == 1 and len(ys) == 1 and not same_object(xs[0], ys[0]):
+            changed.append((xs[0], ys[0]))
+            continue
+        xo = {text(r): r for r in xs}
+        yo = {text(r): r for r in ys}
+        for o, r in yo.items():
+            if o in xo:
+                unchanged += 1
+            else:
+                added.append(r)
+        removed += [r for o, r in xo.items() if o not in yo]
+    return added, removed, changed, unchanged
 
 
 def volatility(facts: Iterable[Fact], top: int) -> list[Volatility]:

@@ -7,6 +7,7 @@ import json
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..errors import InvalidInputError
+from .limits import MAX_LITERAL_CHARS, check_int, check_json, check_text
 from .models import Fact
 from .time import MAX_US, MIN_US, Precision, TimePoint, calendar_zone, format_us, from_us, get_timezone, parse_time
 from .version import CLOSE_KINDS, CloseKind, Row
@@ -27,7 +28,7 @@ def encode_literal(value: Any, tz: _dt.tzinfo) -> str:
     if isinstance(value, bool):
         return "b:1" if value else "b:0"
     if isinstance(value, int):
-        return f"i:{value}"
+        return f"i:{check_int(value, 'object')}"
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
             raise InvalidInputError(f"literal number must be finite, not {value!r}")
@@ -36,7 +37,7 @@ def encode_literal(value: Any, tz: _dt.tzinfo) -> str:
         tp = parse_time(value, "object", tz)
         return f"t:{tp.us}:{int(tp.precision)}"
     if isinstance(value, str):
-        return "s:" + value
+        return "s:" + check_text(value, "object", MAX_LITERAL_CHARS)
     raise InvalidInputError(
         f"literal object must be str, int, float, bool or a date/datetime, not {type(value).__name__}"
     )
@@ -83,10 +84,7 @@ def dump_props(props: Any) -> str | None:
         return None
     if not isinstance(props, dict):
         raise InvalidInputError(f"properties must be a dict, not {type(props).__name__}")
-    try:
-        return json.dumps(props, sort_keys=True, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"properties must be JSON-serializable: {exc}") from None
+    return check_json(props, "properties")
 
 
 def load_props(text: str | None) -> dict[str, Any]:

@@ -20,6 +20,8 @@ def load_object(text: str | bytes, prefix: str, *, invalid: str = "is not valid 
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InvalidInputError(f"{prefix} {invalid} ({exc.msg})") from None
+    except RecursionError:  # nested deeper than the parser goes: no value of chronomem's is
+        raise InvalidInputError(f"{prefix} {invalid} (nested too deeply)") from None
     if not isinstance(value, dict):
         raise InvalidInputError(f"{prefix} {not_object.replace('{type}', type(value).__name__)}")
     return value

@@ -235,10 +235,20 @@ class Diff(_Dictable):
     removed: tuple[Fact, ...] = ()
     changed: tuple[DiffChange, ...] = ()
     unchanged: tuple[Fact, ...] = ()
+    # each list's length before a page was cut (-1: the list's own length)
+    added_total: int = -1
+    removed_total: int = -1
+    changed_total: int = -1
+    unchanged_total: int = -1
+
+    def __post_init__(self) -> None:
+        for name in ("added", "removed", "changed", "unchanged"):
+            if getattr(self, name + "_total") < 0:
+                object.__setattr__(self, name + "_total", len(getattr(self, name)))
 
     @property
     def empty(self) -> bool:
-        return not (self.added or self.removed or self.changed)
+        return not (self.added_total or self.removed_total or self.changed_total)
 
 
 @dataclass(frozen=True)
@@ -256,6 +266,11 @@ class Conflict(_Dictable):
     facts: tuple[Fact, ...]
     overlap_from: _dt.datetime | None
     overlap_to: _dt.datetime | None
+    facts_total: int = -1  # how many facts conflict (``facts`` may be the first of them; -1: len(facts))
+
+    def __post_init__(self) -> None:
+        if self.facts_total < 0:
+            object.__setattr__(self, "facts_total", len(self.facts))
 
 
 BarStatus = Literal["valid", "ended", "not_yet", "superseded", "invalidated", "retracted"]

@@ -12,7 +12,8 @@ import re
 import unicodedata
 from functools import lru_cache
 
-from ..errors import InvalidNameError
+from ..errors import InvalidInputError, InvalidNameError, LimitExceededError
+from .limits import MAX_NAME_CHARS, check_clean
 
 __all__ = ["normalize_key"]
 
@@ -40,9 +41,15 @@ def normalize_key(name: object, what: str = "name") -> str:
     """Return the normalized key of ``name`` or raise :class:`InvalidNameError`."""
     if not isinstance(name, str):
         raise InvalidNameError(f"{what} must be a string, not {type(name).__name__}: {name!r}")
+    if len(name) > MAX_NAME_CHARS and len(name.strip()) > MAX_NAME_CHARS:  # the name is stored as given, trimmed
+        raise LimitExceededError(what, MAX_NAME_CHARS, len(name.strip()))
+    try:
+        check_clean(name, what)
+    except InvalidInputError as exc:  # NUL, lone surrogate: not a usable name
+        raise InvalidNameError(str(exc)) from None
     key = _key(name)
     if not key:
         raise InvalidNameError(f"{what} {name!r} is empty after normalization")
-    if len(key) > 1000:
-        raise InvalidNameError(f"{what} is longer than 1000 characters after normalization")
+    if len(key) > MAX_NAME_CHARS:
+        raise LimitExceededError(what, MAX_NAME_CHARS, len(key), unit="characters after normalization")
     return key

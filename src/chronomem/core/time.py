@@ -90,6 +90,9 @@ class Precision(IntEnum):
             ) from None
 
 
+_PRECISION_VALUES = frozenset(int(p) for p in Precision)
+
+
 @dataclass(frozen=True, slots=True)
 class TimePoint:
     """A UTC instant plus the precision it was written with.
@@ -101,6 +104,21 @@ class TimePoint:
 
     us: int
     precision: Precision
+
+    def __post_init__(self) -> None:
+        # a TimePoint is stored as it is: an instant outside years 1-9999 or an
+        # unknown precision would be written and then break every reader
+        us, prec = self.us, self.precision
+        if type(prec) is not Precision:
+            if isinstance(prec, bool) or not isinstance(prec, int) or prec not in _PRECISION_VALUES:
+                raise InvalidTimeError(self, "TimePoint", f"precision must be one of 1-7 (Precision), not {prec!r}")
+            object.__setattr__(self, "precision", Precision(prec))
+        if type(us) is not int:
+            if isinstance(us, bool) or not isinstance(us, int):
+                raise InvalidTimeError(us, "TimePoint", f"us must be an integer, not {type(us).__name__}")
+        if not FIRST_US <= us <= LAST_US:
+            side = "before 0001-01-01T00:00:00Z" if us < FIRST_US else "after 9999-12-31T23:59:59.999999Z"
+            raise InvalidTimeError(us, "TimePoint", f"it is {side} in UTC; times must lie in years 1-9999 (UTC)")
 
     @property
     def datetime(self) -> _dt.datetime:
@@ -193,6 +211,17 @@ def parse_time(value: object, field: str = "time", tz: _dt.tzinfo = UTC) -> Time
     one, read in ``tz``). A partial date or a ``date`` is a calendar value:
     its UTC calendar boundary, whatever ``tz`` is.
     """
+    try:
+        return _read(value, field, tz)
+    except InvalidTimeError as exc:
+        if exc.field != "TimePoint":
+            raise
+        # an instant outside years 1-9999 (read in a zone east of UTC,
+        # "0001-01-01T00:00" is still year 0 in UTC: stored, it could not be read back)
+        raise InvalidTimeError(value, field, exc.why) from None
+
+
+def _read(value: object, field: str, tz: _dt.tzinfo) -> TimePoint:
     if isinstance(value, TimePoint):
         tp = value
     elif isinstance(value, _dt.datetime):
@@ -207,10 +236,6 @@ def parse_time(value: object, field: str = "time", tz: _dt.tzinfo = UTC) -> Time
         tp = _parse_str(value, field, tz)
     else:
         raise InvalidTimeError(value, field, f"expected a date, datetime or ISO string, not {type(value).__name__}")
-    if not FIRST_US <= tp.us <= LAST_US:
-        # read in a zone east of UTC, "0001-01-01T00:00" is still year 0 in UTC: stored, it could not be read back
-        side = "before 0001-01-01T00:00:00Z" if tp.us < FIRST_US else "after 9999-12-31T23:59:59.999999Z"
-        raise InvalidTimeError(value, field, f"it is {side} in UTC; times must lie in years 1-9999 (UTC)")
     return tp
 
 
@@ -265,10 +290,10 @@ def _parse_str(text: str, field: str, tz: _dt.tzinfo) -> TimePoint:
     if year < 1:
         raise InvalidTimeError(text, field, "year out of range")
     try:
-        dt = _dt.datetime(year, month, day, hour, minute, second, micro, tzinfo=zone)
-        return TimePoint(to_us(dt), prec)
+        us = to_us(_dt.datetime(year, month, day, hour, minute, second, micro, tzinfo=zone))
     except (ValueError, OverflowError) as exc:
         raise InvalidTimeError(text, field, str(exc)) from None
+    return TimePoint(us, prec)  # outside years 1-9999 in UTC: parse_time names the value and field
 
 
 def on_utc_boundary(us: int, precision: Precision | int) -> bool:

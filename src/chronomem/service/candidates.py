@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 from ..core.codec import dump_props, encode_literal
 from ..core.ids import id_block
+from ..core.limits import MAX_ID_CHARS, MAX_SOURCE_CHARS, check_bool, check_text
 from ..core.names import normalize_key
 from ..core.time import MAX_US, MIN_US, parse_time
 from ..errors import InvalidInputError, InvalidIntervalError
@@ -95,7 +96,10 @@ class CandidateBuilder:
         pred = self._preds.get(predicate) if type(predicate) is str else None
         if pred is None:
             pred = self.predicate(predicate)
-        if type(obj) is str and not get("literal"):
+        literal = get("literal")
+        if literal is not None and literal is not False and literal is not True:
+            check_bool(literal, "literal")
+        if type(obj) is str and not literal:
             object_id = ents.get(obj)
             if object_id is None:
                 object_id = self.entity(obj, "object")
@@ -123,11 +127,11 @@ class CandidateBuilder:
             if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 <= confidence <= 1.0:
                 raise InvalidInputError(f"confidence must be a number between 0 and 1, not {confidence!r}")
         source = get("source")
-        if source is not None and type(source) is not str:
-            raise InvalidInputError(f"source must be a string, not {type(source).__name__}")
+        if source is not None:
+            check_text(source, "source", MAX_SOURCE_CHARS)
         episode_id = get("episode_id")
-        if episode_id is not None and type(episode_id) is not str:
-            raise InvalidInputError(f"episode_id must be a string, not {type(episode_id).__name__}")
+        if episode_id is not None:
+            check_text(episode_id, "episode_id", MAX_ID_CHARS)
         supersede = get("supersede")
         if supersede is None:
             single = pred.cardinality == "one"

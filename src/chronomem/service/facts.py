@@ -9,6 +9,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ..core.codec import encode_literal, load_props
 from ..core.engine import TxWork
+from ..core.limits import MAX_BATCH, MAX_REASON_CHARS, check_bool, opt_text
 from ..core.models import Fact
 from ..core.names import normalize_key
 from ..core.time import MAX_US, MIN_US, Precision, TimeLike, TimePoint
@@ -19,6 +20,7 @@ from ..errors import (
     FactNotFoundError,
     InvalidInputError,
     InvalidIntervalError,
+    LimitExceededError,
 )
 from .gcpause import paused_gc
 from .reads import FactReads
@@ -39,9 +41,7 @@ def _reason(reason: object) -> str | None:
     """A free-text end reason as stored: ``None`` for none (or an empty text)."""
     if reason is None:
         return None
-    if not isinstance(reason, str):
-        raise InvalidInputError(f"reason must be a string, not {type(reason).__name__}")
-    return reason.strip() or None
+    return opt_text(reason, "reason", MAX_REASON_CHARS)
 
 
 class FactWrites:
@@ -89,6 +89,7 @@ class FactWrites:
         ``supersede=True``) closes the old value where the new one starts and
         splices out-of-order arrivals. See ``docs/concepts/time.md``.
         """
+        check_bool(literal, "literal")
         item = {
             "subject": subject, "predicate": predicate, "object": object, "valid_from": valid_from,
             "valid_to": valid_to, "confidence": confidence, "source": source, "episode_id": episode_id,
@@ -121,6 +122,8 @@ class FactWrites:
             work = uow.work
             builder = uow.builder
             for index, item in enumerate(items):
+                if index == MAX_BATCH:
+                    raise LimitExceededError("add_facts() items", MAX_BATCH, None, unit="items")
                 try:
                     if type(item) is dict or isinstance(item, Mapping):
                         mapping = item
@@ -158,6 +161,7 @@ class FactWrites:
         ``invalidated``). Raises :class:`FactNotFoundError` if no such fact is
         valid at ``ended``."""
         why = _reason(reason)
+        check_bool(literal, "literal")
         end = (self._scope.parse_time(ended, "ended") if ended is not None
                else TimePoint(self._scope.now_us(), Precision.MICROSECOND))
         scope = self._scope
@@ -283,8 +287,9 @@ class FactWrites:
         versions deleted (``docs/concepts/time.md``, "Erasure")."""
         if (fact_id is None) == (entity is None):
             raise InvalidInputError("erase() takes exactly one of fact_id or entity=")
-        if not confirm:
+        if not check_bool(confirm, "confirm"):  # confirm="no" must not erase
             raise ConfirmationRequiredError("erase() deletes data permanently; call it again with confirm=True")
+        reason = _reason(reason)
         ns = self._scope.ns_id
         with writing(self._scope) as uow:
             tx, work = uow.tx, uow.work

@@ -12,6 +12,7 @@ from typing import Any, Literal, Mapping, Sequence
 
 from ..core.codec import dump_props, load_props
 from ..core.ids import new_id
+from ..core.limits import MAX_ENTITY_TYPE_CHARS, MAX_REASON_CHARS, check_text
 from ..core.models import Entity, Predicate
 from ..core.names import normalize_key
 from ..core.time import MAX_US, from_us
@@ -52,8 +53,10 @@ class Identity:
 
     def set_entity(self, name: str, *, type: str | None = None, properties: Mapping[str, Any] | None = None) -> Entity:
         """Create or update an entity's type and properties."""
-        if type is not None and not isinstance(type, str):
-            raise InvalidInputError(f"entity type must be a string, not {type!r}")
+        if type is not None:
+            if not isinstance(type, str):
+                raise InvalidInputError(f"entity type must be a string, not {type!r}")
+            check_text(type, "entity type", MAX_ENTITY_TYPE_CHARS)
         props = dump_props(dict(properties) if isinstance(properties, Mapping) else properties)
         with writing(self._scope) as uow:
             uow.tx.update_entity(uow.entity(name), type, props)
@@ -151,6 +154,8 @@ class Identity:
         the old) or ``"many"``. Aliases resolve to it on reads and writes."""
         if cardinality not in ("one", "many"):
             raise InvalidInputError(f"cardinality must be 'one' or 'many', not {cardinality!r}")
+        if description is not None:
+            check_text(description, "description", MAX_REASON_CHARS)
         key = normalize_key(name, "predicate")
         if isinstance(aliases, str):
             aliases = [aliases]

@@ -4,10 +4,12 @@ store's tuples into :class:`~chronomem.core.models.Fact` values)."""
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+import dataclasses
+from typing import Any, Iterable, Sequence, TypeVar
 
 from ..core import analysis as _analysis
 from ..core.codec import encode_literal, tuples_to_facts
+from ..core.limits import MAX_COUNT, MAX_FACTS_LIMIT, check_bool, check_count
 from ..core.models import Event, Fact, Provenance, Stats
 from ..core.names import normalize_key
 from ..core.time import MAX_US, MIN_US, TimeLike, from_us, to_us
@@ -17,7 +19,28 @@ from .scope import Scope, count
 
 __all__ = ["FactReads"]
 
+T = TypeVar("T")
+
 _DIRECTIONS = ("out", "in", "both")
+#: from this offset on, a LIMITed read walks narrow rows to its page (:meth:`FactReads._deep_page`)
+DEEP_OFFSET = 1000
+
+
+def _HISTORY_ORDER(r: Sequence[Any]) -> tuple[Any, ...]:
+    return (r[10], r[0], r[1])  # system_from, fact_id, version (READ_COLUMNS)
+
+
+def window(items: list[T] | None, limit: int | None, offset: int) -> list[T]:
+    """``items[offset:offset + limit]`` with both checked (``limit=None``: no
+    limit; ``items=None``: only check them)."""
+    off = count(offset, "offset", 0)
+    if limit is not None:
+        count(limit, "limit", 0)
+    if items is None:
+        return []
+    if limit is None:
+        return items[off:] if off else items
+    return items[off: off + limit]
 
 
 class FactReads:
@@ -35,8 +58,9 @@ class FactReads:
         scope = self._scope
         if direction not in _DIRECTIONS:
             raise InvalidInputError(f"direction must be one of {', '.join(_DIRECTIONS)}, not {direction!r}")
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-            raise InvalidInputError(f"limit must be a non-negative integer, not {limit!r}")
+        if limit is not None:  # facts() checks its own limit; here it may include facts()' offset
+            check_count(limit, "limit", 0, MAX_FACTS_LIMIT + MAX_COUNT)
+        check_bool(literal, "literal")
         as_of_us = scope.instant(as_of, "as_of")
         known_us = scope.known(known_at)
         # Names resolve inside the read's own SQL (in its snapshot, with no
@@ -65,14 +89,23 @@ class FactReads:
             as_of_us, known_us, all_versions, overlap, None, limit, subject_key, predicate_key, ended_by=ended_by,
         )
 
-    def run(self, q: FactQuery | None) -> list[Fact]:
-        scope = self._scope
-        if q is None:
-            return []
-        store = self._scope.store
-        rows = store.query_tuples(q)
+    def run(self, q: FactQuery | None, offset: int = 0) -> list[Fact]:
+        """The facts of ``q``, skipping the first ``offset`` rows before they
+        become :class:`Fact` values (a page costs its rows, not the whole read's)."""
+        rows = self.rows(q)
+        return self.facts_of(rows[offset:] if offset else rows)
+
+    def rows(self, q: FactQuery | None) -> list[tuple[Any, ...]]:
+        """The store's raw tuples of ``q`` (``READ_COLUMNS`` order): an analysis
+        orders and pages them before only a page of them becomes facts."""
+        return [] if q is None else self._scope.store.query_tuples(q)
+
+    def facts_of(self, rows: Sequence[Sequence[Any]]) -> list[Fact]:
+        """:class:`Fact` values of raw tuples from :meth:`rows`."""
         if not rows:
             return []
+        scope = self._scope
+        store = scope.store
         return tuples_to_facts(rows, scope.now_us(), scope.namespace, scope.tzname, store.entity_names,
                                store.predicate_names)
 
@@ -101,17 +134,52 @@ class FactReads:
         limit: int | None = None,
         literal: bool = False,
         decay_half_life: float | None = None,
+        offset: int = 0,
     ) -> list[Fact]:
         """Facts matching the filters. ``as_of`` pins valid time (``None``: all
         of history, each flagged ``current``); ``known_at`` pins system time
         (``None``: what the store believes now). ``direction`` is ``"out"``
         (subject is the entity), ``"in"`` (object is) or ``"both"``.
-        ``decay_half_life`` (days) lowers confidence by age at read time."""
-        out = self.run(self.query(subject, predicate, object, as_of=as_of, known_at=known_at,
-                                    direction=direction, limit=limit, literal=literal))
+        ``decay_half_life`` (days) lowers confidence by age at read time.
+        ``limit`` (default: no limit) and ``offset`` (default 0) page the
+        answer in its order (valid start, then id): the read stops after
+        ``offset + limit`` rows and only ``limit`` of them become facts."""
+        if limit is not None:
+            check_count(limit, "limit", 0, MAX_FACTS_LIMIT)
+        off = count(offset, "offset", 0)
+        if limit is not None and off:
+            limit += off
+        q = self.query(subject, predicate, object, as_of=as_of, known_at=known_at,
+                       direction=direction, limit=limit, literal=literal)
+        deep = self._deep_page(q, off) if q is not None and q.limit is not None and off >= DEEP_OFFSET else None
+        out = self.run(q, off) if deep is None else deep
         if decay_half_life is not None:
             out = self.with_decay(out, decay_half_life, as_of)
         return out
+
+    def _deep_page(self, q: FactQuery, offset: int) -> list[Fact] | None:
+        """Rows ``offset`` on of LIMITed ``q`` walked on a narrow read
+        (``KEY_COLUMNS``, in the read's own order), then only the page's full
+        rows read by id: a deep page costs the narrow rows before it, not
+        full ones. ``None`` if the second read saw other versions (a write
+        between them: the caller reads the page the plain way)."""
+        # one branch is ordered (valid_from, rowid): its rows are named by rowid (no
+        # fact id read); a two-branch read is ordered (valid_from, fact_id, version)
+        one_branch = q.direction != "both" or (q.subject_ids is None and q.subject_key is None)
+        keys = self.rows(dataclasses.replace(q, keys_only=True, key_objects=one_branch))[offset:]
+        if not keys:
+            return []
+        if one_branch:
+            got = self.rows(FactQuery(q.ns_id, rowids=[k[0] for k in keys], known_at=q.known_at))
+            by_rowid = {r[-1]: r for r in got}  # rowid: READ_COLUMNS' last
+            rows = [by_rowid.get(k[0]) for k in keys]
+        else:
+            got = self.rows(FactQuery(q.ns_id, fact_ids=[k[0] for k in keys], known_at=q.known_at))
+            by_key = {(r[0], r[1]): r for r in got}
+            rows = [by_key.get((k[0], k[1])) for k in keys]
+        if len(got) != len(keys) or None in rows:
+            return None
+        return self.facts_of(rows)  # type: ignore[arg-type]
 
     def facts_sql(self, /, subject: str | None = None, predicate: str | None = None, object: Any = None,
                   **kwargs: Any) -> tuple[str, list[Any]]:
@@ -145,10 +213,22 @@ class FactReads:
         return self.run(self.query(subject, predicate, object, known_at=known_at, direction=direction,
                                      overlap=(lo, hi)))
 
-    def history(self, subject: str, predicate: str | None = None, *, direction: str = "out") -> list[Fact]:
-        """Every version on both axes (the audit trail), oldest record first."""
-        facts = self.run(self.query(subject, predicate, direction=direction, all_versions=True))
-        return sorted(facts, key=lambda f: (f.system_from, f.id, f.version))
+    def history(self, subject: str, predicate: str | None = None, *, direction: str = "out",
+                limit: int | None = None, offset: int = 0) -> list[Fact]:
+        """Every version on both axes (the audit trail), oldest record first;
+        ``limit`` / ``offset`` (default: all, from the first) page that order.
+        The order is system time, so every version is read to find a page."""
+        window(None, limit, offset)  # checked before the read
+        page: list[tuple[Any, ...]] = window(self.history_rows(subject, predicate, direction=direction), limit, offset)
+        return self.facts_of(page)
+
+    def history_rows(self, subject: str, predicate: str | None = None, *,
+                     direction: str = "out") -> list[tuple[Any, ...]]:
+        """:meth:`history`'s raw tuples in its order (system time, id, version):
+        sorted before they become facts, so a page builds only its own."""
+        rows = self.rows(self.query(subject, predicate, direction=direction, all_versions=True))
+        rows.sort(key=_HISTORY_ORDER)
+        return rows
 
     def fact(self, fact_id: str, *, known_at: TimeLike | None = None) -> Fact:
         """One fact by id: the version believed at ``known_at`` (default now)."""

@@ -10,22 +10,22 @@ import time
 from typing import Any, Sequence
 
 from ..core.codec import row_to_fact
+from ..core.limits import MAX_COUNT, check_count
 from ..core.models import Fact
 from ..core.names import normalize_key
 from ..core.phrases import ResolvedTime, resolve_time
 from ..core.time import FIRST_US, LAST_US, SystemClock, TimeLike, TimePoint, from_us, parse_time, peek_clock, to_us
 from ..core.version import Row
-from ..errors import EntityNotFoundError, InvalidInputError
+from ..errors import EntityNotFoundError
 from ..store.protocol import PredicateRecord, Store
 
 __all__ = ["Scope", "count"]
 
 
-def count(value: object, name: str, minimum: int) -> int:
-    """Validate an integer count argument (``hops``, ``limit``, ``top``)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InvalidInputError(f"{name} must be an integer of at least {minimum}, not {value!r}")
-    return value
+def count(value: object, name: str, minimum: int, maximum: int = MAX_COUNT) -> int:
+    """Validate an integer count argument (``hops``, ``limit``, ``top``): at
+    least ``minimum``, at most ``maximum`` (:mod:`chronomem.core.limits`)."""
+    return check_count(value, name, minimum, maximum)
 
 
 class Scope:

@@ -20,7 +20,9 @@ class NameCache:
     transactions get it too: they record the names they create and forget
     the entities they erase. It has no lock of its own: each store calls it
     where it always touched its caches (SQLite under the store's lock;
-    PostgreSQL relies on single dict operations being atomic).
+    PostgreSQL relies on single dict operations being atomic). Readers use
+    :attr:`names` without a lock, so nothing is ever taken out of that dict in
+    place: :meth:`forget_entity` publishes a copy without the name.
     """
 
     __slots__ = ("names", "entity_keys", "_keys", "_predicates", "_by_id", "_cardinalities")
@@ -29,7 +31,8 @@ class NameCache:
         self.names: dict[int, str] = {}
         """Entity id -> display name. A plain dict the store fills and
         ``Store.entity_names`` returns as is (the read path); never dropped
-        (a name never changes, an id is never reused) but for an erased entity."""
+        (a name never changes, an id is never reused) but for an erased entity,
+        whose name goes by replacing the dict (look it up here, never keep it)."""
         self._keys: dict[tuple[int, str], int] = {}
         self.entity_keys: Mapping[tuple[int, str], int] = MappingProxyType(self._keys)
         """``(ns_id, name key)`` -> entity id, read-only."""
@@ -62,8 +65,16 @@ class NameCache:
         self._keys.update(((ns_id, k), eid) for k, eid in keys)
 
     def forget_entity(self, entity_id: int) -> None:
-        """An erased entity's display name (its keys go with :meth:`drop_keys`)."""
-        self.names.pop(entity_id, None)
+        """An erased entity's display name (its keys go with :meth:`drop_keys`).
+
+        A reader may hold :attr:`names` between reading rows and resolving
+        their ids (``Store.entity_names``): popping from that dict could fail
+        its lookup, so the cache swaps in a copy without the name (``dict()``
+        of a dict copies without releasing the GIL; erasure is rare)."""
+        if entity_id in self.names:
+            names = dict(self.names)
+            del names[entity_id]
+            self.names = names
 
     # -- predicates -------------------------------------------------------
     def predicate(self, ns_id: int, key: str) -> PredicateRecord | None:

@@ -18,8 +18,9 @@ from typing import Any, Iterable, Literal, Protocol, Sequence
 from ..core.time import Clock
 from ..core.version import ObjKey, Row
 
-__all__ = ["Capabilities", "EntityRecord", "FactQuery", "FACT_COLUMNS", "PredicateRecord", "READ_COLUMNS", "Row",
-           "Store", "WriteTx", "ObjKey"]
+__all__ = ["Capabilities", "EntityRecord", "FactQuery", "FACT_COLUMNS", "KEY_COLUMNS", "KEY_OBJECT_COLUMNS",
+           "PredicateRecord",
+           "READ_COLUMNS", "Row", "Store", "StoreHealth", "WriteTx", "ObjKey"]
 
 # Column order shared by every backend for fact rows.
 FACT_COLUMNS = (
@@ -37,6 +38,19 @@ READ_COLUMNS = (
     "valid_from", "valid_from_prec", "valid_to", "valid_to_prec", "system_from", "system_to",
     "confidence", "source", "episode_id", "properties", "invalidated_by", "close_kind", "closed_by",
     "end_kind", "end_reason", "rowid",
+)
+
+
+# Column order of a ``FactQuery.keys_only`` read: what orders a timeline or an entity's bars.
+KEY_COLUMNS = (
+    "fact_id", "version", "valid_from", "valid_to", "system_from", "system_to", "invalidated_by", "close_kind",
+    "end_kind", "subject_id", "predicate_id",
+)
+# Column order of a ``keys_only`` read with ``key_objects``: what tells objects
+# apart and orders rows as a read does (conflicts and diffs compare on these;
+# ``rowid`` names the version: read it back with ``FactQuery.rowids``).
+KEY_OBJECT_COLUMNS = (
+    "rowid", "valid_from", "valid_to", "subject_id", "predicate_id", "object_id", "object_lit",
 )
 
 
@@ -94,6 +108,15 @@ class FactQuery:
     # only facts whose object is one of these entity ids or one of these
     # encoded literals (``(ids, literals)``; with ``direction="out"``)
     object_in: tuple[Sequence[int], Sequence[str]] | None = None
+    # only ``KEY_COLUMNS`` (no ORDER BY unless LIMITed): an analysis that
+    # orders every version itself reads this much, then a page's full rows
+    keys_only: bool = False
+    # with ``keys_only``: ``KEY_OBJECT_COLUMNS`` instead of ``KEY_COLUMNS``
+    key_objects: bool = False
+    # only these versions (their ``rowid``s, from a ``key_objects`` read)
+    rowids: Sequence[int] | None = None
+    # only facts whose object is an entity (no literal): a graph's edges
+    entity_objects: bool = False
 
 
 @dataclass(frozen=True)
@@ -160,6 +183,27 @@ class Capabilities:
     # the local file the store lives in, for caches kept beside it (the ANN
     # index files); ``None`` for an in-memory or a server store
     local_path: str | None = None
+
+
+@dataclass(frozen=True)
+class StoreHealth:
+    """What :meth:`EpisodeStore.health` finds in the store's own structures
+    (rows the services cannot see through the other reads)."""
+
+    # the backend's own consistency check (SQLite ``integrity_check`` and
+    # ``foreign_key_check``): its complaints; ``None`` where there is none
+    integrity: tuple[str, ...] | None
+    schema_version: int  # the last migration applied
+    latest_schema: int  # the last migration this code knows
+    # live episodes of the namespace without a lexical index row (rowids)
+    lexical_missing: tuple[int, ...]
+    # lexical index rows whose episode is erased or gone, any namespace
+    lexical_orphans: tuple[int, ...]
+    # (model name, episode rowid): vectors whose episode is erased, gone or
+    # of another namespace than the vector says, any namespace
+    vector_orphans: tuple[tuple[str, int], ...]
+    # (model name, episode rowid): vectors of the namespace whose length is not the model's
+    vector_bad_dim: tuple[tuple[str, int], ...]
 
 
 class WriteTx(Protocol):
@@ -313,3 +357,7 @@ class EpisodeStore(Store, Protocol):
     def episode_count(self, ns_id: int) -> int: ...
     def episode_erasures(self, ns_id: int) -> int: ...
     def entity_names_with_prefix(self, ns_id: int, prefix: str, limit: int) -> list[str]: ...
+    # doctor: the store's own checks, and dropping index rows and vectors
+    # whose episode is erased or gone (derived data only) -> (index rows, vectors)
+    def health(self, ns_id: int) -> StoreHealth: ...
+    def prune_derived(self) -> tuple[int, int]: ...

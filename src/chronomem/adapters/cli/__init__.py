@@ -53,9 +53,25 @@ def _configure_logging(verbose: int) -> None:
 class ChronomemGroup(click.Group):
     """A group that turns library errors into one clean ``error:`` line."""
 
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        _escape_unencodable_output()  # before click parses (its usage errors echo the arguments)
+        return super().main(*args, **kwargs)
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)
+        except click.exceptions.NoArgsIsHelpError:
+            raise  # the help text, as asked for
+        except click.UsageError as exc:
+            raise _OneLineUsageError(exc) from None
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.exceptions.NoArgsIsHelpError:
+            raise  # the help text, as asked for
+        except click.UsageError as exc:
+            raise _OneLineUsageError(exc) from None
         except ChronomemError as exc:
             log.debug("command failed", exc_info=True)
             raise CliError(str(exc)) from None
@@ -70,6 +86,37 @@ class ChronomemGroup(click.Group):
             log.debug("command failed", exc_info=True)
             where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
             raise CliError(f"{exc.strerror or exc}{where}") from None
+        except (click.exceptions.Exit, click.Abort, click.ClickException):
+            raise
+        except Exception as exc:
+            # a bug or an unforeseen failure: still one line (exit 1); -v shows the traceback
+            log.info("command failed with an unexpected error", exc_info=True)
+            raise CliError(f"internal error ({type(exc).__name__}): {exc}; run with -v for the traceback") from None
+
+
+class _OneLineUsageError(click.UsageError):
+    """A usage error as one ``error:`` line naming the command's help (exit 2)."""
+
+    def __init__(self, exc: click.UsageError) -> None:
+        super().__init__(exc.format_message(), exc.ctx)
+
+    def show(self, file: Any = None) -> None:
+        message = " ".join(self.format_message().split())
+        where = f" (see '{self.ctx.command_path} --help')" if self.ctx is not None else ""
+        line = f"error: {message}{where}"
+        click.echo(line.encode("utf-8", "backslashreplace").decode("utf-8"), err=True)
+
+
+def _escape_unencodable_output() -> None:
+    """Print lone surrogates (from undecodable arguments or stored text) as
+    ``\\udXXX`` escapes instead of dying with ``UnicodeEncodeError``."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # a stream that cannot change its error mode keeps it
+                pass
 
 
 @click.group(cls=ChronomemGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -17,9 +17,10 @@ from rich.text import Text
 
 from ...core.basis import fact_dict_at, status_at, status_label
 from ...core.jsonobj import load_object
+from ...core.limits import MAX_JSON_DEPTH
 from ...core.models import Fact
 from ...core.time import Precision, TimeLike, format_us, to_us
-from ...errors import StoreError
+from ...errors import LimitExceededError, StoreError
 from ...memory import Memory
 from ...store import missing_local_file
 from ._times import echo as echo_times
@@ -60,6 +61,8 @@ class CliError(click.ClickException):
 
     def show(self, file: Any = None) -> None:
         message = " ".join(self.format_message().split("\n"))
+        # a lone surrogate in the message must not stop it from printing
+        message = message.encode("utf-8", "backslashreplace").decode("utf-8")
         click.echo(f"error: {message}", err=True)
 
 
@@ -145,7 +148,10 @@ def parse_json_object(text: str | None, option: str) -> dict[str, Any] | None:
     """The JSON object an option's value holds (``None`` for no value)."""
     if text is None:
         return None
-    return load_object(text, option, not_object="must be a JSON object such as '{\"key\": \"value\"}'")
+    try:
+        return load_object(text, option, not_object="must be a JSON object such as '{\"key\": \"value\"}'")
+    except RecursionError:  # nested far past the documented depth: json gives up first
+        raise LimitExceededError(option, MAX_JSON_DEPTH, unit="levels of nesting") from None
 
 
 # -- rendering ------------------------------------------------------------

@@ -1,5 +1,5 @@
 """Name and schema commands: alias, merge, unmerge, predicate define/list,
-and the demo."""
+doctor and the demo."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import click
 from rich.console import Console
 
 from ...errors import ChronomemError
-from ._common import FOLD, emit, json_option, kv_table, rows_out, state
+from ._common import FOLD, emit, json_option, kv_table, plural, rows_out, state
 
 
 @click.command("alias")
@@ -102,6 +102,40 @@ def demo_cmd(ctx: click.Context, in_memory: bool) -> None:
     ctx.exit(int(code or 0))
 
 
+@click.command("doctor")
+@click.option("--repair", is_flag=True,
+              help="Fix what can be fixed without losing data (index rows, vectors, time mentions).")
+@json_option
+@click.pass_context
+def doctor_cmd(ctx: click.Context, repair: bool) -> None:
+    """Check the memory: file integrity, migrations, stored times, JSON
+    values, lexical index and vectors; each problem names the command that
+    fixes it. Exit status 1 while problems remain.
+
+    --repair rebuilds derived rows only; fixes that would change or drop
+    stored data are refused and listed.
+    """
+    report = state().memory(create=False).doctor(repair=repair)
+
+    def human(con: Console) -> None:
+        con.print(kv_table(list(report.checks.items()), title=f"doctor · {report.url} · {report.namespace}"))
+        for line in report.repaired:
+            con.print(f"repaired: {line}")
+        for p in report.problems:
+            con.print(f"[bold]{p.check}[/bold] {p.code}: {p.count} × {p.message}", markup=True, highlight=False)
+            for example in p.examples:
+                con.print(f"  {example}", markup=False, highlight=False)
+            con.print(f"  fix: {p.fix}" + ("" if p.repairable else " (not done by --repair: it changes stored data)"),
+                      markup=False, highlight=False)
+        for line in report.refused:
+            con.print(f"refused: {line}", markup=False, highlight=False)
+        con.print("ok" if report.ok else f"{plural(len(report.problems), 'problem')} left")
+
+    emit(report.to_dict(), human)
+    if not report.ok:
+        ctx.exit(1)
+
+
 def register(main: click.Group) -> None:
-    for cmd in (alias_cmd, merge_cmd, unmerge_cmd, predicate_group, demo_cmd):
+    for cmd in (alias_cmd, merge_cmd, unmerge_cmd, predicate_group, doctor_cmd, demo_cmd):
         main.add_command(cmd)

@@ -20,7 +20,8 @@ from mcp.types import CallToolResult
 from pydantic import BaseModel, ConfigDict, Field
 
 from ...core.names import normalize_key
-from ...errors import ChronomemError, InvalidInputError, InvalidIntervalError, InvalidTimeError
+from ...core.paging import HIT_FACTS
+from ...errors import ChronomemError, InvalidInputError, InvalidIntervalError, InvalidTimeError, LimitExceededError
 from ...memory import Memory
 from ...service.evidence import MAX_EPISODE_CHARS, Episode, Hit
 from .fact_tools import (
@@ -148,7 +149,9 @@ def compact_episode(ep: Episode, tz: _dt.tzinfo) -> dict[str, Any]:
                             "end": m.end.astimezone(tz).date().isoformat(),
                             **({} if m.certain else {"certain": False})} for m in ep.mentions]
     if ep.fact_ids:
-        out["fact_ids"] = list(ep.fact_ids)
+        out["fact_ids"] = list(ep.fact_ids[:HIT_FACTS])
+        if len(ep.fact_ids) > HIT_FACTS:
+            out["fact_ids_total"] = len(ep.fact_ids)
     if ep.superseded_by:
         out["superseded_by"] = ep.superseded_by
         out["superseded_at"] = _iso(ep.superseded_at)
@@ -180,7 +183,7 @@ def hit_render(i: int, hit: Hit, tz: _dt.tzinfo) -> tuple[list[str], dict[str, A
     if ep.superseded_by:
         lines.append(f"   SUPERSEDED by episode [{ep.superseded_by}] at {_iso(ep.superseded_at)}")
     facts: list[dict[str, Any]] = []
-    for note in hit.facts:
+    for note in hit.facts[:HIT_FACTS]:
         # "cited": the fact names this episode as evidence; "mentioned": the episode names the fact
         lines.append(f"   {'supports' if note.link == 'cited' else 'mentions'}: {note.line()}")
         fd: dict[str, Any] = {"id": note.fact.id, "line": note.fact.line(), "current": note.current,
@@ -191,10 +194,13 @@ def hit_render(i: int, hit: Hit, tz: _dt.tzinfo) -> tuple[list[str], dict[str, A
             fd["superseded_by"] = note.superseded_by.id
             fd["superseded_by_line"] = note.superseded_by.line()
         facts.append(fd)
+    if len(hit.facts) > HIT_FACTS:
+        lines.append(f"   … and {len(hit.facts) - HIT_FACTS} more fact(s)")
     data = compact_episode(ep, tz)
     data["score"] = hit.score
     data["parts"] = {k: v for k, v in hit.parts.to_dict().items() if v is not None}
     data["facts"] = facts
+    data["facts_total"] = len(hit.facts)
     data["history"] = hit.is_history
     return lines, data
 
@@ -256,8 +262,9 @@ def register(server: MCPServer[Any], mem: Memory) -> None:
         if not text.strip():
             raise InvalidInputError("episode text must be a non-empty string")
         if len(text) > MAX_EPISODE_CHARS:
-            raise InvalidInputError(f"episode text has {len(text)} characters, more than the limit of "
-                                    f"{MAX_EPISODE_CHARS} (split it into several remember calls)")
+            raise LimitExceededError("text", MAX_EPISODE_CHARS, len(text),
+                                     why=f"it has {len(text)} characters, more than the limit of "
+                                         f"{MAX_EPISODE_CHARS} (split it into several remember calls)")
         occurred = call.time("occurred_at", occurred_at)
         items = _check_facts(mem, call, facts)
         # one transaction: the episode and its facts are written together or not at all

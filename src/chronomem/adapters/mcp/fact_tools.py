@@ -19,6 +19,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
+from ...core.paging import CONFLICT_FACTS, DEFAULT_PAGE_SIZE, MAX_MULTI_PAGE_SIZE, MAX_OFFSET, MAX_PAGE_SIZE
 from ...core.phrases import ResolvedTime, resolve_time
 from ...core.time import TimePoint
 from ...errors import ChronomemError, InvalidInputError
@@ -26,6 +27,7 @@ from ...memory import Memory
 from .results import (
     compact_fact,
     conflict_render,
+    continuation,
     diff_render,
     error_result,
     error_text,
@@ -35,9 +37,10 @@ from .results import (
     ok_result,
     predicate_dict,
     times_block,
+    unexpected_text,
 )
 
-__all__ = ["WRAPS", "make_tool", "register"]
+__all__ = ["EXTRAS", "WRAPS", "make_tool", "register"]
 
 log = logging.getLogger("chronomem.mcp")
 
@@ -52,11 +55,15 @@ WRAPS: dict[str, tuple[str, frozenset[str]]] = {
     "facts": ("facts", frozenset()),
     "timeline": ("timeline", frozenset()),
     "diff": ("diff", frozenset({"known_at", "as_of"})),
-    "conflicts": ("conflicts", frozenset({"known_at"})),
+    # each conflict lists its first CONFLICT_FACTS facts (facts_total: all)
+    "conflicts": ("conflicts", frozenset({"known_at", "facts_per_conflict"})),
     "predicate_define": ("define_predicate", frozenset()),
     "entity_alias": ("alias", frozenset()),
     "stats": ("stats", frozenset()),
 }
+
+#: tool name -> tool parameters the wrapped method does not have
+EXTRAS: dict[str, frozenset[str]] = {}
 
 _TIME_HELP = (
     "ISO-8601 date or datetime ('2024', '2024-03', '2024-03-05', '2024-03-05T10:30:00Z') or a relative "
@@ -119,6 +126,11 @@ Supersede = Annotated[bool | None, Field(
 Literal_ = Annotated[bool, Field(description="Store a string object as a literal value instead of an entity name.",
                                  examples=[False])]
 Reason = Annotated[str | None, Field(description="Why, kept in the history.", examples=["left the company"])]
+Limit = Annotated[int, Field(
+    description=f"At most this many items (a page; 1 to {MAX_PAGE_SIZE}). When more follow, the answer's `next` "
+                "is the offset to pass for the next page.", ge=1, le=MAX_PAGE_SIZE, examples=[20])]
+Offset = Annotated[int, Field(description="Skip this many items first (the previous answer's `next`).", ge=0,
+                              le=MAX_OFFSET, examples=[0])]
 
 
 F = TypeVar("F", bound=Callable[..., CallToolResult])
@@ -153,7 +165,9 @@ class _Call:
 
 
 def _guarded(name: str, fn: F) -> F:
-    """Turn every :class:`ChronomemError` into a one-sentence tool error."""
+    """Turn every :class:`ChronomemError` into a one-sentence tool error, and
+    anything else into one naming the failure (its traceback goes to the log
+    on stderr) instead of the SDK's bare "Error executing tool"."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> CallToolResult:
@@ -162,6 +176,9 @@ def _guarded(name: str, fn: F) -> F:
         except ChronomemError as exc:
             log.info("tool %s rejected: %s", name, exc)
             return error_result(error_text(name, exc))
+        except Exception as exc:
+            log.exception("tool %s failed unexpectedly", name)
+            return error_result(unexpected_text(name, exc))
 
     return wrapper  # type: ignore[return-value]
 
@@ -303,11 +320,12 @@ def register(server: MCPServer[Any], mem: Memory) -> None:
         direction: Annotated[Literal["out", "in", "both"], Field(
             description="'out': facts whose subject is `subject`; 'in': facts whose object is `subject`; "
                         "'both'.", examples=["both"])] = "out",
-        limit: Annotated[int, Field(description="At most this many facts.", ge=0, examples=[20])] = 50,
+        limit: Limit = DEFAULT_PAGE_SIZE,
         literal: Literal_ = False,
         decay_half_life: Annotated[float | None, Field(
             description="Days: lower each fact's confidence by half per this many days of age (read time only).",
             gt=0, examples=[90])] = None,
+        offset: Offset = 0,
     ) -> CallToolResult:
         """Look up what the memory knows: facts matching the filters, one line each.
 
@@ -317,26 +335,34 @@ def register(server: MCPServer[Any], mem: Memory) -> None:
         call = _Call(mem)
         got = mem.facts(
             subject, predicate, object, as_of=call.time("as_of", as_of), known_at=call.time("known_at", known_at),
-            direction=direction, limit=limit, literal=literal, decay_half_life=decay_half_life,
+            direction=direction, limit=limit + 1, literal=literal, decay_half_life=decay_half_life, offset=offset,
         )
-        lines = fact_lines(got) or ["no facts match"]
-        if limit and len(got) >= limit:
-            lines.append(f"(limit {limit} reached: pass a larger limit or narrower filters)")
-        return call.result(lines, {"facts": [compact_fact(f) for f in got], "count": len(got)})
+        got, nxt = got[:limit], (offset + limit if len(got) > limit else None)
+        lines = fact_lines(got) or ["no facts match" + (f" past offset {offset}" if offset else "")]
+        lines += continuation(nxt)
+        return call.result(lines, {"facts": [compact_fact(f) for f in got], "count": len(got), "offset": offset,
+                                   "limit": limit, "next": nxt})
 
     @tool("timeline", "Entity timeline", read_only=True, idempotent=True)
     def timeline(
         entity: Annotated[str, Field(description="The entity (name or alias).", examples=["Acme"])],
         start: Start = None,
         end: End = None,
+        limit: Limit = DEFAULT_PAGE_SIZE,
+        offset: Offset = 0,
     ) -> CallToolResult:
         """Chronological story of an entity: when each fact started and ended in the world, and when it was
-        recorded, corrected or retracted."""
+        recorded, corrected or retracted. Paged: `limit` events from `offset`; `next` continues."""
         call = _Call(mem)
-        events = mem.timeline(entity, call.time("start", start), call.time("end", end))
+        events = mem.timeline(entity, call.time("start", start), call.time("end", end), limit=limit + 1,
+                              offset=offset)
+        events, nxt = events[:limit], (offset + limit if len(events) > limit else None)
         tz = mem.tz
-        lines = [event_line(e, tz) for e in events] or [f"no events for {entity}"]
-        return call.result(lines, {"entity": entity, "events": [event_dict(e, tz) for e in events]})
+        lines = [event_line(e, tz) for e in events] or [f"no events for {entity}" + (
+            f" past offset {offset}" if offset else "")]
+        lines += continuation(nxt)
+        return call.result(lines, {"entity": entity, "events": [event_dict(e, tz) for e in events],
+                                   "count": len(events), "offset": offset, "limit": limit, "next": nxt})
 
     @tool("diff", "What changed", read_only=True, idempotent=True)
     def diff(
@@ -347,19 +373,29 @@ def register(server: MCPServer[Any], mem: Memory) -> None:
         axis: Annotated[Literal["valid", "system"], Field(
             description="'valid': what changed in the world; 'system': what the memory learned.",
             examples=["valid"])] = "valid",
+        limit: Annotated[int, Field(
+            description=f"At most this many items in each of the three lists (1 to {MAX_MULTI_PAGE_SIZE}). When "
+                        "more follow, the answer's `next` is the offset to pass for the next page.", ge=1,
+            le=MAX_MULTI_PAGE_SIZE, examples=[20])] = DEFAULT_PAGE_SIZE,
+        offset: Offset = 0,
     ) -> CallToolResult:
-        """What changed between t1 and t2: facts added (+), removed (-) and changed values (~)."""
+        """What changed between t1 and t2: facts added (+), removed (-) and changed values (~). Each of the three
+        lists is paged alike (`limit` items from `offset`); `next` continues."""
         call = _Call(mem)
-        d = mem.diff(call.required("t1", t1), call.required("t2", t2), subject, predicate, axis)
-        lines, data = diff_render(d)
+        d = mem.diff(call.required("t1", t1), call.required("t2", t2), subject, predicate, axis, limit=limit,
+                     offset=offset)
+        lines, data = diff_render(d, limit, offset)
         return call.result(lines, data)
 
     @tool("conflicts", "Find conflicts", read_only=True, idempotent=True)
-    def conflicts(as_of: AsOf = None) -> CallToolResult:
+    def conflicts(as_of: AsOf = None, limit: Limit = DEFAULT_PAGE_SIZE, offset: Offset = 0) -> CallToolResult:
         """Facts of one (subject, predicate) valid at the same time: 'cardinality' conflicts break a
-        single-valued predicate and need fixing (fact_correct / fact_invalidate); 'review' ones may be fine."""
+        single-valued predicate and need fixing (fact_correct / fact_invalidate); 'review' ones may be fine.
+        Paged: `limit` conflicts from `offset` (`next` continues), each listing its first facts."""
         call = _Call(mem)
-        lines, data = conflict_render(mem.conflicts(call.time("as_of", as_of)))
+        found = mem.conflicts(call.time("as_of", as_of), limit=limit + 1, offset=offset,
+                              facts_per_conflict=CONFLICT_FACTS)
+        lines, data = conflict_render(found[:limit], offset, offset + limit if len(found) > limit else None)
         return call.result(lines, data)
 
     @tool("predicate_define", "Declare a predicate", read_only=False, idempotent=True)

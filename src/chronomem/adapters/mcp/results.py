@@ -16,6 +16,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from mcp.types import CallToolResult, TextContent
 
 from ...core.models import Conflict, Diff, Event, Fact, Predicate
+from ...core.paging import CONFLICT_FACTS, DEFAULT_PAGE_SIZE
 from ...core.phrases import ResolvedTime
 from ...core.time import format_us, to_us
 from ...errors import (
@@ -118,10 +119,30 @@ _HINTS: tuple[tuple[type[BaseException], str], ...] = (
 
 
 def error_text(tool: str, exc: ChronomemError) -> str:
-    """One sentence: what was wrong and how to fix the call."""
-    msg = str(exc).strip().rstrip(".") or type(exc).__name__
+    """One sentence: what was wrong (naming the error class) and how to fix the call."""
+    msg = one_line(str(exc)).rstrip(".") or type(exc).__name__
     hint = next((h for cls, h in _HINTS if isinstance(exc, cls)), "fix that argument and call the tool again")
-    return f"{tool} failed: {msg}" + (f"; {hint}." if hint else ".")
+    text = f"{tool} failed: {msg} ({type(exc).__name__})" + (f"; {hint}." if hint else ".")
+    return safe_text(text)
+
+
+def unexpected_text(tool: str, exc: BaseException) -> str:
+    """One sentence for a failure that is not a :class:`ChronomemError` (a bug,
+    or a bad value nothing refused earlier): its class and message, no traceback."""
+    msg = one_line(str(exc))[:300] or "no message"
+    return safe_text(f"{tool} failed: internal error ({type(exc).__name__}: {msg}); the server log has the "
+                     f"traceback; check the arguments or report the bug.")
+
+
+def one_line(text: str) -> str:
+    """``text`` with its line breaks (and the spaces around them) as one space."""
+    return " ".join(part.strip() for part in text.strip().splitlines() if part.strip())
+
+
+def safe_text(text: str) -> str:
+    """``text`` with lone surrogates as ``\\udXXX`` escapes: the SDK cannot
+    serialize them, and a result it cannot send leaves the client waiting."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def error_result(text: str) -> CallToolResult:
@@ -146,45 +167,67 @@ def event_dict(e: Event, tz: _dt.tzinfo) -> dict[str, Any]:
     }
 
 
-def diff_render(d: Diff) -> tuple[list[str], dict[str, Any]]:
-    lines = [f"diff on the {d.axis} axis from {_iso(d.t1)} to {_iso(d.t2)}:"]
-    for f in d.added:
+def continuation(next_offset: int | None) -> list[str]:
+    """The text line saying a page is not the last (empty on the last page)."""
+    return [] if next_offset is None else [f"(more: call again with offset={next_offset})"]
+
+
+def diff_render(d: Diff, limit: int = DEFAULT_PAGE_SIZE, offset: int = 0) -> tuple[list[str], dict[str, Any]]:
+    """One page of each of the diff's lists (``limit`` items from ``offset``;
+    ``d`` is that page: ``Memory.diff(..., limit=limit, offset=offset)``)."""
+    added, removed, changed = d.added[:limit], d.removed[:limit], d.changed[:limit]
+    totals = {"added": d.added_total, "removed": d.removed_total, "changed": d.changed_total}
+    more = any(t > offset + limit for t in totals.values())
+    nxt = offset + limit if more else None
+    lines = [f"diff on the {d.axis} axis from {_iso(d.t1)} to {_iso(d.t2)}: {d.added_total} added, "
+             f"{d.removed_total} removed, {d.changed_total} changed"]
+    for f in added:
         lines.append(f"+ {f.line()}")
-    for f in d.removed:
+    for f in removed:
         lines.append(f"- {f.line()}")
-    for c in d.changed:
+    for c in changed:
         lines.append(f"~ {c.old.line()}  =>  {c.new.line()}")
     if d.empty:
         lines.append("no changes")
+    lines += continuation(nxt)
     data = {
         "axis": d.axis,
         "t1": _iso(d.t1),
         "t2": _iso(d.t2),
-        "added": [compact_fact(f) for f in d.added],
-        "removed": [compact_fact(f) for f in d.removed],
-        "changed": [{"old": compact_fact(c.old), "new": compact_fact(c.new)} for c in d.changed],
-        "unchanged_count": len(d.unchanged),
+        "added": [compact_fact(f) for f in added],
+        "removed": [compact_fact(f) for f in removed],
+        "changed": [{"old": compact_fact(c.old), "new": compact_fact(c.new)} for c in changed],
+        "totals": totals,
+        "unchanged_count": d.unchanged_total,
+        "offset": offset, "limit": limit, "next": nxt,
     }
     return lines, data
 
 
-def conflict_render(items: Sequence[Conflict]) -> tuple[list[str], dict[str, Any]]:
+def conflict_render(items: Sequence[Conflict], offset: int = 0,
+                    next_offset: int | None = None) -> tuple[list[str], dict[str, Any]]:
+    """A page of conflicts, each with its first :data:`CONFLICT_FACTS` facts
+    (``facts_total`` counts them all)."""
     lines: list[str] = []
     out: list[dict[str, Any]] = []
     for c in items:
+        shown = c.facts[:CONFLICT_FACTS]
         lines.append(
-            f"{c.kind}: {c.subject} -{c.predicate}-> has {len(c.facts)} values at once "
+            f"{c.kind}: {c.subject} -{c.predicate}-> has {c.facts_total} values at once "
             f"from {_iso(c.overlap_from) or '…'} to {_iso(c.overlap_to) or '…'}"
         )
-        lines.extend(f"    {f.line()}" for f in c.facts)
+        lines.extend(f"    {f.line()}" for f in shown)
+        if c.facts_total > len(shown):
+            lines.append(f"    … and {c.facts_total - len(shown)} more (call `facts` with the subject and predicate)")
         out.append({
             "subject": c.subject, "predicate": c.predicate, "kind": c.kind,
             "overlap_from": _iso(c.overlap_from), "overlap_to": _iso(c.overlap_to),
-            "facts": [compact_fact(f) for f in c.facts],
+            "facts": [compact_fact(f) for f in shown], "facts_total": c.facts_total,
         })
     if not items:
-        lines.append("no conflicts")
-    return lines, {"conflicts": out, "count": len(out)}
+        lines.append("no conflicts" + (f" past offset {offset}" if offset else ""))
+    lines += continuation(next_offset)
+    return lines, {"conflicts": out, "count": len(out), "offset": offset, "next": next_offset}
 
 
 def predicate_dict(p: Predicate) -> dict[str, Any]:

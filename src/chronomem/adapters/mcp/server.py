@@ -14,23 +14,28 @@ import urllib.parse
 from typing import Any, AsyncIterator, Callable, Sequence
 
 import anyio
+from anyio.streams.memory import MemoryObjectSendStream
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.message import SessionMessage
 from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import ValidationError
 from starlette.types import Receive, Scope, Send
 
 from ... import __version__
+from ...core.paging import RESOURCE_LINES
 from ...errors import ChronomemError
 from ...memory import Memory
 from . import evidence_tools, fact_tools
-from .results import error_result, error_text
+from .results import error_result, error_text, safe_text, unexpected_text
+from .wire import wire_error
 
-__all__ = ["INSTRUCTIONS", "TOOL_GROUPS", "McpHttpApp", "build_http_app", "build_server", "run_stdio", "tool_extras",
-           "tool_wraps"]
+__all__ = ["INSTRUCTIONS", "TOOL_GROUPS", "McpHttpApp", "build_http_app", "build_server", "run_stdio", "serve_stdio",
+           "tool_extras", "tool_wraps"]
 
 log = logging.getLogger("chronomem.mcp")
 
@@ -67,7 +72,7 @@ def tool_wraps() -> dict[str, tuple[str, frozenset[str]]]:
 def tool_extras() -> dict[str, frozenset[str]]:
     """Tool -> its parameters that the wrapped ``Memory`` method does not have
     (``remember``'s ``facts`` go to ``add_facts``)."""
-    return dict(evidence_tools.EXTRAS)
+    return {**fact_tools.EXTRAS, **evidence_tools.EXTRAS}
 
 
 def _loc_name(loc: Sequence[Any]) -> str:
@@ -114,9 +119,46 @@ def _describe_validation(tool: str, exc: ValidationError) -> str:
     return f"{tool} failed: {'; '.join(parts)}; fix the arguments to match the tool's input schema and call again."
 
 
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    return {float: "number", str: "string", dict: "object", list: "array"}.get(type(value), type(value).__name__)
+
+
+def _schema_types(schema: dict[str, Any]) -> set[str]:
+    """The JSON types a parameter schema allows (empty: not stated, no check)."""
+    types = schema.get("type")
+    out = set(types if isinstance(types, list) else [types] if types else [])
+    for branch in schema.get("anyOf", []) + schema.get("oneOf", []):
+        if not isinstance(branch, dict) or not branch.get("type"):
+            return set()  # a $ref or an untyped branch: leave it to pydantic
+        out |= _schema_types(branch)
+    return out
+
+
+def _strict_types(tool: str, properties: dict[str, Any], arguments: dict[str, Any]) -> str | None:
+    """The first argument whose JSON type the schema does not allow. pydantic
+    would coerce it ("no" -> false, "0.5" -> 0.5, 1 -> true); chronomem's
+    booleans and numbers are strict on every surface."""
+    for arg, value in arguments.items():
+        allowed = _schema_types(properties.get(arg, {}))
+        got = _json_type(value)
+        if not allowed or got in allowed or (got == "integer" and "number" in allowed):
+            continue
+        want = " or ".join(sorted(allowed - {"null"})) + (" or null" if "null" in allowed else "")
+        return (f"{tool} failed: argument {arg!r} must be a JSON {want}, not {got} {_short_repr(value)}; "
+                f"fix the arguments to match the tool's input schema and call again.")
+    return None
+
+
 class ChronomemMCP(MCPServer[Any]):
     """``MCPServer`` with chronomem's argument checking: unknown argument
-    names and schema violations become one-sentence tool errors."""
+    names, arguments of a JSON type the schema does not allow (no coercion)
+    and schema violations become one-sentence tool errors."""
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
@@ -127,16 +169,21 @@ class ChronomemMCP(MCPServer[Any]):
             unknown = sorted(set(arguments) - known)
             if unknown:
                 valid = ", ".join(sorted(known)) or "none"
-                return error_result(
+                return error_result(safe_text(
                     f"{name} failed: unknown argument(s) {', '.join(map(repr, unknown))}; valid arguments are: "
                     f"{valid}."
-                )
+                ))
+            wrong = _strict_types(name, tool.parameters.get("properties", {}), arguments)
+            if wrong is not None:
+                return error_result(safe_text(wrong))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):
-                return error_result(_describe_validation(name, exc.__cause__))
-            raise
+                return error_result(safe_text(_describe_validation(name, exc.__cause__)))
+            # e.g. a RecursionError while the SDK validates over-deep arguments
+            log.warning("tool %s failed before it ran: %r", name, exc.__cause__ or exc, exc_info=exc)
+            return error_result(unexpected_text(name, exc.__cause__ or exc))
 
 
 def build_server(mem: Memory, *, name: str = "chronomem") -> ChronomemMCP:
@@ -156,15 +203,19 @@ def build_server(mem: Memory, *, name: str = "chronomem") -> ChronomemMCP:
 
     @server.resource("chronomem://entity/{name}", name="entity", title="Entity timeline", mime_type="text/plain")
     def entity_resource(name: str) -> str:
-        """The timeline of one entity (URL-encode names with spaces)."""
+        """The timeline of one entity (URL-encode names with spaces): its first
+        events; the `timeline` tool pages through the rest."""
         from .results import event_line
 
         entity = urllib.parse.unquote(name)
         try:
-            events = mem.timeline(entity)
+            events = mem.timeline(entity, limit=RESOURCE_LINES + 1)
         except ChronomemError as exc:
             return error_text(f"chronomem://entity/{name}", exc)
-        lines = [event_line(e, mem.tz) for e in events]
+        lines = [event_line(e, mem.tz) for e in events[:RESOURCE_LINES]]
+        if len(events) > RESOURCE_LINES:
+            lines.append(f"(first {RESOURCE_LINES} events; call the timeline tool with offset={RESOURCE_LINES} "
+                         "for more)")
         return "\n".join(lines) if lines else f"no events for {entity}"
 
     return server
@@ -173,8 +224,40 @@ def build_server(mem: Memory, *, name: str = "chronomem") -> ChronomemMCP:
 def run_stdio(mem: Memory) -> None:
     """Serve ``mem`` over stdio until stdin closes. Writes nothing but
     JSON-RPC to stdout (logs go to stderr)."""
-    server = build_server(mem)
-    anyio.run(server.run_stdio_async)
+    anyio.run(serve_stdio, build_server(mem))
+
+
+async def serve_stdio(server: ChronomemMCP, stdin: anyio.AsyncFile[str] | None = None,
+                      stdout: anyio.AsyncFile[str] | None = None) -> None:
+    """``MCPServer.run_stdio_async`` that answers every line: the SDK's stdio
+    transport turns a line it cannot read (malformed JSON, a lone surrogate
+    escape, nesting past its parser's depth, a non-message) into an exception
+    that its dispatcher drops at debug level, so the client waits forever.
+    Here each such line gets a JSON-RPC error (id recovered when possible)
+    and a warning on stderr. ``stdin``/``stdout`` default to the process's."""
+    low = server._lowlevel_server  # the SDK keeps its transport loop on the low-level server
+    async with stdio_server(stdin, stdout) as (read_stream, write_stream):
+        inbox, outbox = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_answer_unreadable, read_stream, inbox, write_stream)
+            await low.run(outbox, write_stream, low.create_initialization_options())
+            tg.cancel_scope.cancel()
+
+
+async def _answer_unreadable(source: Any, sink: MemoryObjectSendStream[SessionMessage | Exception],
+                             reply: Any) -> None:
+    async with sink:
+        async for item in source:
+            try:
+                if isinstance(item, Exception):
+                    error = wire_error(item)
+                    log.warning("unreadable JSON-RPC message (answered with error %d): %s",
+                                error.error.code, error.error.message)
+                    await reply.send(SessionMessage(error))
+                else:
+                    await sink.send(item)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                return
 
 
 LOCAL_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import inspect
-import json
 from typing import Any, Awaitable, Callable
 
 from starlette.concurrency import run_in_threadpool
@@ -20,44 +19,40 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from ...core.paging import DEFAULT_PAGE_SIZE, MAX_MULTI_PAGE_SIZE, MAX_PAGE_SIZE, Page, parse_page
 from ...core.phrases import ResolvedTime
 from ...core.time import TimePoint
-from ...errors import InvalidInputError
+from ...errors import InvalidInputError, InvalidTimeError
 from ...memory import Memory
 from . import data, evidence
+from .errors import parse_json_body
 from .openapi import openapi_document
 
 __all__ = ["api_routes"]
 
-#: default and maximum ``limit`` of ``GET /api/facts``
-DEFAULT_LIMIT = 1000
-MAX_LIMIT = 100_000
+#: default and maximum ``limit`` (the page size) of ``GET /api/facts``; every list route pages alike
+DEFAULT_LIMIT = DEFAULT_PAGE_SIZE
+MAX_LIMIT = MAX_PAGE_SIZE
 
 _EPISODE_FIELDS = frozenset({"text", "occurred_at", "recorded_at", "source", "session", "speaker", "metadata"})
 #: the body of ``POST /api/facts``: exactly ``Memory.add_fact``'s parameters
 _ADD_FIELDS = frozenset(inspect.signature(Memory.add_fact).parameters) - {"self"}
 
 
-def _limit(value: str | None) -> int:
-    if value is None or value == "":
-        return DEFAULT_LIMIT
-    try:
-        n = int(value)
-    except ValueError:
-        raise InvalidInputError(f"limit must be a non-negative integer, not {value!r}") from None
-    if n < 0 or n > MAX_LIMIT:
-        raise InvalidInputError(f"limit must be between 0 and {MAX_LIMIT}, not {n}")
-    return n
+def _page(request: Request, max_size: int = MAX_PAGE_SIZE) -> Page:
+    """``page`` and ``page_size`` (``limit`` is another name for ``page_size``)."""
+    q = request.query_params
+    if q.get("limit") and q.get("page_size"):
+        raise InvalidInputError("pass page_size or limit, not both (they are the same)")
+    size_field = "limit" if q.get("limit") else "page_size"
+    return parse_page(q.get("page"), q.get(size_field), max_size=max_size, size_field=size_field)
 
 
 async def _body(request: Request) -> dict[str, Any]:
     raw = await request.body()
     if not raw.strip():
         return {}
-    try:
-        value = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidInputError(f"the request body is not valid JSON: {exc}") from None
+    value = parse_json_body(raw)
     if not isinstance(value, dict):
         raise InvalidInputError("the request body must be a JSON object")
     return value
@@ -113,12 +108,12 @@ def api_routes(mem: Memory) -> list[Route]:
         def run() -> dict[str, Any]:
             t = _Times(mem, request)
             b = t.basis()
-            limit = _limit(q.get("limit"))
-            facts = mem.facts(q.get("subject") or None, q.get("predicate") or None, q.get("object") or None,
-                              as_of=b.as_of, known_at=b.known_at, direction=q.get("direction") or "out",
-                              limit=limit)
-            return t.echo({"basis": b.to_dict(), "count": len(facts), "limit": limit,
-                           "facts": [b.fact(f) for f in facts]})
+            pg = _page(request)
+            facts, nxt = pg.after(mem.facts(
+                q.get("subject") or None, q.get("predicate") or None, q.get("object") or None, as_of=b.as_of,
+                known_at=b.known_at, direction=q.get("direction") or "out", limit=pg.size + 1, offset=pg.offset))
+            return t.echo({"basis": b.to_dict(), "count": len(facts), "limit": pg.size,
+                           "facts": [b.fact(f) for f in facts], **pg.echo(nxt)})
 
         return JSONResponse(await run_in_threadpool(run))
 
@@ -128,10 +123,13 @@ def api_routes(mem: Memory) -> list[Route]:
         def run() -> dict[str, Any]:
             t = _Times(mem, request)
             b = t.basis()
+            pg = _page(request)
             ent = mem.entity(name)
             at = b.as_of if b.as_of is not None else b.now
-            facts = mem.facts(ent.name, as_of=at, known_at=b.known_at, direction="both")
-            return t.echo({"basis": b.to_dict(), "entity": ent.to_dict(), "facts": [b.fact(f) for f in facts]})
+            facts, nxt = pg.after(mem.facts(ent.name, as_of=at, known_at=b.known_at, direction="both",
+                                            limit=pg.size + 1, offset=pg.offset))
+            return t.echo({"basis": b.to_dict(), "entity": ent.to_dict(), "facts": [b.fact(f) for f in facts],
+                           "count": len(facts), **pg.echo(nxt)})
 
         return JSONResponse(await run_in_threadpool(run))
 
@@ -141,9 +139,11 @@ def api_routes(mem: Memory) -> list[Route]:
         def run() -> dict[str, Any]:
             t = _Times(mem, request)
             start, end = t.get("start"), t.get("end")
+            pg = _page(request)
             ent = mem.entity(name)
-            events = mem.timeline(ent.name, start, end)
-            return t.echo({"entity": ent.to_dict(), "count": len(events), "events": [e.to_dict() for e in events]})
+            events, nxt = pg.after(mem.timeline(ent.name, start, end, limit=pg.size + 1, offset=pg.offset))
+            return t.echo({"entity": ent.to_dict(), "count": len(events), "events": [e.to_dict() for e in events],
+                           **pg.echo(nxt)})
 
         return JSONResponse(await run_in_threadpool(run))
 
@@ -152,15 +152,17 @@ def api_routes(mem: Memory) -> list[Route]:
 
         def run() -> dict[str, Any]:
             t = _Times(mem, request)
+            pg = _page(request, MAX_MULTI_PAGE_SIZE)
             return t.echo(data.diff_view(mem, t.basis(), t.get("t1"), t.get("t2"), q.get("axis"),
-                                         q.get("subject"), q.get("predicate")))
+                                         q.get("subject"), q.get("predicate"), str(pg.number), str(pg.size)))
 
         return JSONResponse(await run_in_threadpool(run))
 
     async def get_conflicts(request: Request) -> Response:
         def run() -> dict[str, Any]:
             t = _Times(mem, request)
-            return t.echo(data.conflicts_view(mem, t.basis()))
+            pg = _page(request)
+            return t.echo(data.conflicts_view(mem, t.basis(), str(pg.number), str(pg.size)))
 
         return JSONResponse(await run_in_threadpool(run))
 
@@ -214,7 +216,9 @@ def api_routes(mem: Memory) -> list[Route]:
 
     async def get_episode(request: Request) -> Response:
         episode_id = request.path_params["episode_id"]
-        return JSONResponse(await run_in_threadpool(lambda: evidence.episode_view(mem, episode_id)))
+        q = request.query_params
+        return JSONResponse(await run_in_threadpool(
+            lambda: evidence.episode_view(mem, episode_id, q.get("page"), q.get("page_size"))))
 
     async def post_episode(request: Request) -> Response:
         body = await _body(request)
@@ -223,7 +227,8 @@ def api_routes(mem: Memory) -> list[Route]:
             raise InvalidInputError("an episode needs 'text'")
         for name in ("occurred_at", "recorded_at"):
             if body.get(name) is not None and not isinstance(body[name], str):
-                raise InvalidInputError(f"{name} must be an ISO 8601 string, not {type(body[name]).__name__}")
+                why = f"expected an ISO 8601 string, not {type(body[name]).__name__}"
+                raise InvalidTimeError(body[name], name, why)
         text = body.pop("text")
         episode = await run_in_threadpool(lambda: mem.add_episode(text, **body))
         return JSONResponse({"episode": episode.to_dict()}, status_code=201)

@@ -13,6 +13,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
@@ -22,8 +23,8 @@ from ...errors import ChronomemError, InvalidInputError
 from ...memory import Memory
 from . import data, evidence, evidence_pages, pages
 from .api import api_routes
-from .errors import AuthenticationError, ForbiddenError, error_response
-from .net import is_loopback
+from .errors import AuthenticationError, ErrorGuard, ForbiddenError, error_response
+from .net import is_loopback, parse_authority, same_origin_path
 
 __all__ = ["AccessGuard", "create_app"]
 
@@ -50,10 +51,12 @@ def _page_routes(mem: Memory) -> list[BaseRoute]:
         return out + [Route(path, as_html, methods=["GET"])]
 
     def index(request: Request) -> Mapping[str, Any]:
-        return data.index_view(mem, basis(request), request.query_params.get("q"))
+        q = request.query_params
+        return data.index_view(mem, basis(request), q.get("q"), page=q.get("page"), page_size=q.get("page_size"))
 
     def entity(request: Request) -> Mapping[str, Any]:
-        return data.entity_view(mem, request.path_params["name"], basis(request), request.query_params.get("page"))
+        q = request.query_params
+        return data.entity_view(mem, request.path_params["name"], basis(request), q.get("page"), q.get("page_size"))
 
     def graph(request: Request) -> Mapping[str, Any]:
         return data.graph_view(mem, request.path_params["name"], basis(request), request.query_params.get("hops"))
@@ -61,10 +64,11 @@ def _page_routes(mem: Memory) -> list[BaseRoute]:
     def diff(request: Request) -> Mapping[str, Any]:
         q = request.query_params
         return data.diff_view(mem, basis(request), q.get("t1"), q.get("t2"), q.get("axis"), q.get("subject"),
-                              q.get("predicate"))
+                              q.get("predicate"), q.get("page"), q.get("page_size"))
 
     def conflicts(request: Request) -> Mapping[str, Any]:
-        return data.conflicts_view(mem, basis(request))
+        q = request.query_params
+        return data.conflicts_view(mem, basis(request), q.get("page"), q.get("page_size"))
 
     async def diff_html(request: Request) -> Response:
         q = request.query_params
@@ -91,7 +95,8 @@ def _page_routes(mem: Memory) -> list[BaseRoute]:
                                     known_at=q.get("known_at"))
 
     def episode(request: Request) -> Mapping[str, Any]:
-        return evidence.episode_view(mem, request.path_params["episode_id"])
+        q = request.query_params
+        return evidence.episode_view(mem, request.path_params["episode_id"], q.get("page"), q.get("page_size"))
 
     routes += pair("/search", search, evidence_pages.search_page)
     routes += pair("/episode/{episode_id}", episode, evidence_pages.episode_page)
@@ -103,14 +108,16 @@ class AccessGuard:
 
     With a token: writes under ``/api`` and everything under ``/mcp`` need
     ``Authorization: Bearer <token>``; with ``protect_all`` (non-loopback bind)
-    every route does. A browser can authenticate its GET requests once with
-    ``?token=...``: the token moves into an HttpOnly cookie and the URL is
-    cleaned. Missing token: 401; wrong token: 403.
+    every route does. A browser can authenticate its page GETs once with
+    ``?token=...``: on every bind the token moves into an HttpOnly cookie and
+    the URL is cleaned by a 303 to the same path. The cookie authorizes pages
+    (and their ``.json`` twins) only, never ``/api`` or ``/mcp``. Missing
+    token: 401; wrong token: 403.
 
-    With or without a token, on a loopback bind requests must be addressed to
-    a loopback name (Host header; defeats DNS rebinding), and API writes
-    carrying an ``Origin`` must come from this server (defeats cross-site
-    form posts to an unauthenticated local server).
+    The ``Host`` header is parsed strictly (no userinfo); on a loopback bind it
+    must name a loopback host and the port this server listens on (defeats DNS
+    rebinding), and API writes carrying an ``Origin`` must come from this server
+    (defeats cross-site form posts to an unauthenticated local server).
     """
 
     def __init__(self, app: ASGIApp, token: str | None, protect_all: bool = False) -> None:
@@ -119,7 +126,7 @@ class AccessGuard:
         self.protect_all = protect_all
 
     def _needs(self, path: str, method: str) -> bool:
-        if self.protect_all or path == "/mcp" or path.startswith("/mcp/"):
+        if self.protect_all or _is_mcp(path):
             return True
         return path.startswith("/api/") and method not in ("GET", "HEAD", "OPTIONS")
 
@@ -127,20 +134,53 @@ class AccessGuard:
         assert self.token is not None
         return hmac.compare_digest(given.encode("utf-8"), self.token.encode("utf-8"))
 
-    def _browser_guard(self, request: Request, path: str, method: str) -> ChronomemError | None:
-        """Refuse what only a hostile web page would send: on a loopback bind, a
-        Host that is not loopback (DNS rebinding); for API writes, an Origin
-        other than this server (cross-site requests)."""
+    def _browser_guard(self, scope: Scope, request: Request, path: str, method: str) -> ChronomemError | None:
+        """Refuse what only a hostile web page would send: a malformed Host; on
+        a loopback bind, a Host that is not this loopback server (DNS
+        rebinding); for API writes, an Origin other than this server."""
         host = request.headers.get("host")
-        if not self.protect_all and host:
-            name = urlsplit("//" + host).hostname or ""
-            if not is_loopback(name):
-                return ForbiddenError(f"this server only answers requests addressed to a loopback name, not {host!r}")
+        if host:
+            try:
+                name, port = parse_authority(host, scope.get("scheme", "http"))
+            except ValueError:
+                return InvalidInputError(f"the Host header is malformed: {host!r}")
+            server = scope.get("server")
+            wrong_port = server is not None and server[1] is not None and port != server[1]
+            if not self.protect_all and (not is_loopback(name) or wrong_port):
+                return ForbiddenError(f"this server only answers requests addressed to a loopback name "
+                                      f"and its own port, not {host!r}")
         if path.startswith("/api/") and method not in ("GET", "HEAD", "OPTIONS"):
             origin = request.headers.get("origin")
             if origin is not None and (not host or urlsplit(origin).netloc != host):
                 return ForbiddenError(f"cross-origin writes are refused (Origin {origin!r})")
         return None
+
+    def _login(self, scope: Scope, request: Request, path: str) -> Response | ChronomemError:
+        """``?token=`` on a page: move it into the cookie and redirect to the same
+        path without it (a path on this origin only); with no token configured,
+        just drop it from the URL."""
+        given = request.query_params.getlist("token")
+        if self.token is not None and not (len(given) == 1 and self._ok(given[0])):
+            return ForbiddenError("the token is wrong")
+        query = scope.get("query_string", b"").decode("latin-1")
+        rest = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k != "token"]
+        resp = RedirectResponse(same_origin_path(path, urlencode(rest)), status_code=303)
+        if self.token is not None:
+            resp.set_cookie(_COOKIE, given[0], httponly=True, samesite="strict")
+        return resp
+
+    def _check_token(self, request: Request, path: str, method: str) -> ChronomemError | None:
+        header = request.headers.get("authorization", "")
+        if header:
+            scheme, _, given = header.partition(" ")
+            if scheme.lower() != "bearer" or not self._ok(given.strip()):
+                return ForbiddenError("the bearer token is wrong")
+            return None
+        if method in ("GET", "HEAD") and _is_page(path) and _COOKIE in request.cookies:
+            if not self._ok(request.cookies[_COOKIE]):
+                return ForbiddenError("the token cookie is wrong; open any page with ?token=... again")
+            return None
+        return AuthenticationError("this server needs a bearer token: send 'Authorization: Bearer <token>'")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -149,33 +189,29 @@ class AccessGuard:
         path = scope.get("path", "")
         method = scope.get("method", "GET")
         request = Request(scope)
-        exc = self._browser_guard(request, path, method)
+        exc = self._browser_guard(scope, request, path, method)
+        if exc is None and method in ("GET", "HEAD") and _is_page(path) and "token" in request.query_params:
+            login = self._login(scope, request, path)
+            if isinstance(login, Response):
+                await login(scope, receive, send)
+                return
+            exc = login
         if exc is None and self.token is not None and self._needs(path, method):
-            header = request.headers.get("authorization", "")
-            scheme, _, given = header.partition(" ")
-            if header:
-                if scheme.lower() != "bearer" or not self._ok(given.strip()):
-                    exc = ForbiddenError("the bearer token is wrong")
-            elif (method in ("GET", "HEAD") and not path.startswith(("/api/", "/mcp"))
-                  and "token" in request.query_params):
-                if self._ok(request.query_params["token"]):
-                    rest = [(k, v) for k, v in parse_qsl(scope.get("query_string", b"").decode()) if k != "token"]
-                    target = path + ("?" + urlencode(rest) if rest else "")
-                    resp: Response = RedirectResponse(target, status_code=303)
-                    resp.set_cookie(_COOKIE, request.query_params["token"], httponly=True, samesite="strict")
-                    await resp(scope, receive, send)
-                    return
-                exc = ForbiddenError("the token is wrong")
-            elif method in ("GET", "HEAD") and _COOKIE in request.cookies:
-                if not self._ok(request.cookies[_COOKIE]):
-                    exc = ForbiddenError("the token cookie is wrong; open any page with ?token=... again")
-            else:
-                exc = AuthenticationError("this server needs a bearer token: send 'Authorization: Bearer <token>'")
+            exc = self._check_token(request, path, method)
         if exc is not None:
             log.info("refused %s %s: %s", method, path, exc)
             await error_response(exc, path)(scope, receive, send)
             return
         await self.app(scope, receive, send)
+
+
+def _is_mcp(path: str) -> bool:
+    return path == "/mcp" or path.startswith("/mcp/")
+
+
+def _is_page(path: str) -> bool:
+    """A web page or its ``.json`` twin: anything but the API and MCP."""
+    return not (path == "/api" or path.startswith("/api/") or _is_mcp(path))
 
 
 def create_app(mem: Memory, *, token: str | None = None, protect_all: bool = False,
@@ -188,7 +224,7 @@ def create_app(mem: Memory, *, token: str | None = None, protect_all: bool = Fal
         raise InvalidInputError("the bearer token must not be empty")
 
     async def on_error(request: Request, exc: Exception) -> Response:
-        return error_response(exc, request.url.path)
+        return error_response(exc, request.url.path, scope=request.scope)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -206,6 +242,8 @@ def create_app(mem: Memory, *, token: str | None = None, protect_all: bool = Fal
     app = Starlette(
         routes=routes,
         exception_handlers={ChronomemError: on_error, HTTPException: on_error, Exception: on_error},
+        # request ids, the body cap and a JSON 500 for whatever escapes a route
+        middleware=[Middleware(ErrorGuard)],
         lifespan=lifespan,
     )
     app.state.memory = mem

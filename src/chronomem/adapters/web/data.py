@@ -7,11 +7,17 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import threading
-from collections import defaultdict
 from typing import Any
 
 from ...core.basis import believed_at, fact_dict_at
 from ...core.models import Fact, FactBar
+from ...core.paging import (
+    CONFLICT_FACTS,
+    ENTITY_PAGE_SIZE,
+    MAX_MULTI_PAGE_SIZE,
+    MAX_PAGE_SIZE,
+    parse_page,
+)
 from ...core.time import TimeLike, TimePoint, format_us, to_us
 from ...errors import InvalidInputError
 from ...memory import Memory
@@ -28,9 +34,8 @@ __all__ = [
     "parse_basis",
 ]
 
-#: timeline bars (and history rows) per page of the entity view
-PAGE_BARS = 150
-PAGE_HISTORY = 150
+#: facts, timeline bars and history rows per page of the entity view (default)
+PAGE_BARS = PAGE_HISTORY = ENTITY_PAGE_SIZE
 #: nodes drawn per ring of the graph before the rest are aggregated
 MAX_RING1 = 30
 MAX_RING2 = 40
@@ -87,18 +92,6 @@ def parse_basis(mem: Memory, as_of: TimeLike | None, known_at: TimeLike | None) 
     return Basis(param_time(mem, as_of, "as_of"), param_time(mem, known_at, "known_at"), mem.now())
 
 
-def _page_number(value: str | None) -> int:
-    if value is None or value == "":
-        return 1
-    try:
-        page = int(value)
-    except ValueError:
-        raise InvalidInputError(f"page must be a positive integer, not {value!r}") from None
-    if page < 1:
-        raise InvalidInputError(f"page must be a positive integer, not {value!r}")
-    return page
-
-
 def _obj_text(f: Fact) -> str:
     return f.object_text
 
@@ -135,19 +128,23 @@ def _recent_changes(mem: Memory, limit: int) -> list[dict[str, Any]]:
 _RECENT = _RecentCache()
 
 
-def index_view(mem: Memory, basis: Basis, q: str | None, limit: int = RECENT) -> dict[str, Any]:
-    """Stats, recent changes and (with ``q``) fact search results."""
+def index_view(mem: Memory, basis: Basis, q: str | None, limit: int = RECENT, page: str | None = None,
+               page_size: str | None = None) -> dict[str, Any]:
+    """Stats, recent changes and (with ``q``) a page of fact search results."""
+    pg = parse_page(page, page_size)
     out: dict[str, Any] = {
         "basis": basis.to_dict(),
         "namespace": mem.namespace,
-        "stats": mem.stats().to_dict(),
+        # only the served namespace: the others' names are not this server's to show
+        "stats": {**mem.stats().to_dict(), "namespaces": [mem.namespace]},
         "recent": _RECENT.get(mem, limit),
         "query": q or None,
         "results": None,
     }
     if q is not None and q.strip():
-        found = mem.search_facts(q, as_of=basis.as_of, limit=100)
-        out["results"] = [basis.fact(f, believed_now=True) for f in found]
+        shown, nxt = pg.take(mem.search_facts(q, as_of=basis.as_of, limit=pg.fetch))
+        out["results"] = [basis.fact(f, believed_now=True) for f in shown]
+        out["results_page"] = pg.echo(nxt)
         # search_facts reads what the store believes now: say so when known_at was pinned
         out["search_known_at"] = "now"
     return out
@@ -163,45 +160,40 @@ def _bar(b: FactBar) -> Bar:
     )
 
 
-def entity_view(mem: Memory, name: str, basis: Basis, page: str | None = None) -> dict[str, Any]:
-    """The entity: aliases, type, properties; facts valid at the basis; the
-    timeline bars (one per fact, paginated); the version history (paginated)."""
+def entity_view(mem: Memory, name: str, basis: Basis, page: str | None = None,
+                page_size: str | None = None) -> dict[str, Any]:
+    """The entity: aliases, type, properties; a page of the facts valid at
+    the basis, of the timeline bars (one per fact) and of the version history
+    (all three paged by one ``page`` / ``page_size``; past the end: empty)."""
     entity = mem.entity(name)
-    pno = _page_number(page)
-    known = basis.known_at.datetime if basis.known_at is not None else None
+    pg = parse_page(page, page_size, default_size=ENTITY_PAGE_SIZE, max_size=MAX_MULTI_PAGE_SIZE)
     at: TimePoint | _dt.datetime = basis.as_of if basis.as_of is not None else basis.now
-    valid = mem.facts(entity.name, as_of=at, known_at=basis.known_at, direction="both")
-    versions = mem.history(entity.name, direction="both")
-    if known is not None:
-        versions = [v for v in versions if v.system_from <= known]
-    bars = [_bar(b) for b in mem.fact_bars(entity.name, as_of=at, known_at=basis.known_at)]
-    bar_pages = max(1, -(-len(bars) // PAGE_BARS))
-    hist_pages = max(1, -(-len(versions) // PAGE_HISTORY))
-    pages = max(bar_pages, hist_pages)
-    if pno > pages:
-        raise InvalidInputError(f"page {pno} is past the last page ({pages})")
-    shown_bars = bars[(pno - 1) * PAGE_BARS: pno * PAGE_BARS]
-    newest_first = versions[::-1]
-    shown_hist = newest_first[(pno - 1) * PAGE_HISTORY: pno * PAGE_HISTORY]
-    status_counts: dict[str, int] = defaultdict(int)
-    for b in bars:
-        status_counts[b.status] += 1
+    # read one row past the page to know whether another follows, never the whole list
+    valid, valid_next = pg.after(mem.facts(entity.name, as_of=at, known_at=basis.known_at, direction="both",
+                                           limit=pg.size + 1, offset=pg.offset))
+    # bars and history from one read of the versions; only this page of each is built
+    tl = mem.entity_timeline(entity.name, as_of=at, known_at=basis.known_at, limit=pg.size, offset=pg.offset)
+    more = pg.offset + pg.size
+    nexts = [n for n in (valid_next, pg.number + 1 if tl.bars_total > more else None,
+                         pg.number + 1 if tl.history_total > more else None) if n is not None]
     return {
         "basis": basis.to_dict(),
         "entity": entity.to_dict(),
-        # the facts valid at as_of (or now), as believed at known_at
+        # the facts valid at as_of (or now), as believed at known_at: this page of them
         "valid_at_basis": [basis.fact(f) for f in valid],
+        "valid_next": valid_next,
         "timeline": {
             "cursor": str(basis.as_of) if basis.as_of is not None else format_us(basis.cursor_us, 6),
-            "total": len(bars),
-            "statuses": dict(sorted(status_counts.items())),
-            "bars": [dataclasses.asdict(b) for b in shown_bars],
+            "total": tl.bars_total,
+            "statuses": dict(sorted(tl.statuses.items())),
+            "bars": [dataclasses.asdict(_bar(b)) for b in tl.bars],
         },
-        "history": [basis.fact(f) for f in shown_hist],
-        "history_total": len(versions),
-        "page": pno,
-        "pages": pages,
-        "page_size": {"bars": PAGE_BARS, "history": PAGE_HISTORY},
+        "history": [basis.fact(f) for f in tl.history],
+        "history_total": tl.history_total,
+        "page": pg.number,
+        "pages": max(1, -(-tl.bars_total // pg.size), -(-tl.history_total // pg.size)),
+        "page_size": pg.size,
+        "next": min(nexts) if nexts else None,
     }
 
 
@@ -236,13 +228,13 @@ def graph_view(mem: Memory, name: str, basis: Basis, hops: str | None = None) ->
     followed = [entity.name] + ([n.entity for n in ring1[:MAX_RING1]] if n_hops == 2 else [])
     edges: dict[str, GraphEdge] = {}
     for name_ in followed:
-        for f in mem.facts(name_, as_of=at, known_at=basis.known_at, direction="both"):
+        for f in mem.edges(name_, at, known_at=basis.known_at):  # no literal-valued fact is read
             src, dst = f.subject, _obj_text(f)
             if not f.literal and src in shown and dst in shown:
                 edges[f.id] = GraphEdge(f.id, src, dst, f.predicate)
-    span = mem.facts(entity.name, known_at=basis.known_at, direction="both")
-    points = [to_us(t) for f in span for t in (f.valid_from, f.valid_to) if t is not None]
-    points.append(to_us(basis.now))
+    edges_total = len(edges)
+    span = mem.valid_span(entity.name, known_at=basis.known_at)  # of every fact touching it, from a narrow read
+    points = [*(span or ()), to_us(basis.now)]
     lo_day, hi_day = min(points) // 86_400_000_000 - 30, max(points) // 86_400_000_000 + 30
     return {
         "basis": basis.to_dict(),
@@ -250,7 +242,9 @@ def graph_view(mem: Memory, name: str, basis: Basis, hops: str | None = None) ->
         "as_of": str(at) if isinstance(at, TimePoint) else format_us(to_us(at), 6),
         "hops": n_hops,
         "nodes": [dataclasses.asdict(n) for n in nodes],
-        "edges": [dataclasses.asdict(e) for e in edges.values()],
+        # a drawing of at most ~70 nodes: more edges than a page between them are not drawn
+        "edges": [dataclasses.asdict(e) for e in list(edges.values())[:MAX_PAGE_SIZE]],
+        "edges_total": edges_total,
         "neighbors_total": len(found),
         "slider": {"min_day": lo_day, "max_day": hi_day, "value_day": basis.cursor_us // 86_400_000_000},
     }
@@ -263,9 +257,12 @@ def _parent(via: tuple[Fact, ...], name: str) -> str | None:
 
 # -- diff and conflicts ---------------------------------------------------
 def diff_view(mem: Memory, basis: Basis, t1: TimeLike | None, t2: TimeLike | None, axis: str | None,
-              subject: str | None = None, predicate: str | None = None) -> dict[str, Any]:
-    """Added, removed and changed facts between ``t1`` and ``t2``. On the valid
-    axis the reads are pinned at ``known_at``; on the system axis at ``as_of``."""
+              subject: str | None = None, predicate: str | None = None, page: str | None = None,
+              page_size: str | None = None) -> dict[str, Any]:
+    """Added, removed and changed facts between ``t1`` and ``t2`` (one
+    ``page`` of each list). On the valid axis the reads are pinned at
+    ``known_at``; on the system axis at ``as_of``."""
+    pg = parse_page(page, page_size, max_size=MAX_MULTI_PAGE_SIZE)
     ax = axis or "valid"
     if ax not in ("valid", "system"):
         raise InvalidInputError(f"axis must be 'valid' or 'system', not {ax!r}")
@@ -274,23 +271,35 @@ def diff_view(mem: Memory, basis: Basis, t1: TimeLike | None, t2: TimeLike | Non
     a, b = mem.resolve_time(t1, "t1").point, mem.resolve_time(t2, "t2").point
     subj = subject or None
     pred = predicate or None
+    # the library cuts the page (only its facts are built); the totals count every item
     if ax == "valid":
-        d = mem.diff(a, b, subj, pred, ax, known_at=basis.known_at)
+        d = mem.diff(a, b, subj, pred, ax, known_at=basis.known_at, limit=pg.size, offset=pg.offset)
     else:
-        d = mem.diff(a, b, subj, pred, ax, as_of=basis.as_of)
+        d = mem.diff(a, b, subj, pred, ax, as_of=basis.as_of, limit=pg.size, offset=pg.offset)
+    more = any(t > pg.offset + pg.size for t in (d.added_total, d.removed_total, d.changed_total))
     return {
         "basis": basis.to_dict(),
         "t1": str(a), "t2": str(b), "axis": ax, "subject": subj, "predicate": pred,
         "added": [basis.fact(f) for f in d.added],
         "removed": [basis.fact(f) for f in d.removed],
         "changed": [c.to_dict() for c in d.changed],
-        "unchanged_count": len(d.unchanged),
+        "totals": {"added": d.added_total, "removed": d.removed_total, "changed": d.changed_total},
+        "unchanged_count": d.unchanged_total,
+        **pg.echo(pg.number + 1 if more else None),
     }
 
 
-def conflicts_view(mem: Memory, basis: Basis) -> dict[str, Any]:
+def conflicts_view(mem: Memory, basis: Basis, page: str | None = None,
+                   page_size: str | None = None) -> dict[str, Any]:
     """Facts of one (subject, predicate) valid at the same time (``as_of``:
-    at that instant; unpinned: anywhere in history), as believed at ``known_at``."""
-    found = mem.conflicts(basis.as_of, known_at=basis.known_at)
-    conflicts = [{**c.to_dict(), "facts": [basis.fact(f) for f in c.facts]} for c in found]
-    return {"basis": basis.to_dict(), "conflicts": conflicts, "count": len(found)}
+    at that instant; unpinned: anywhere in history), as believed at
+    ``known_at``: a page of conflicts, each listing its first
+    :data:`~chronomem.core.paging.CONFLICT_FACTS` facts (``facts_total``: all)."""
+    pg = parse_page(page, page_size)
+    found = mem.conflicts(basis.as_of, known_at=basis.known_at, limit=pg.size + 1, offset=pg.offset,
+                          facts_per_conflict=CONFLICT_FACTS)
+    shown, nxt = pg.after(found)
+    # the head without its facts (each is made once, at the basis)
+    conflicts = [{**dataclasses.replace(c, facts=()).to_dict(), "facts": [basis.fact(f) for f in c.facts],
+                  "facts_total": c.facts_total} for c in shown]
+    return {"basis": basis.to_dict(), "conflicts": conflicts, "count": len(conflicts), **pg.echo(nxt)}

@@ -9,10 +9,11 @@ import datetime as _dt
 from typing import Any
 
 from ...core.basis import status_at
+from ...core.paging import HIT_FACTS, page_of, parse_page
 from ...core.time import TimeLike, format_us, to_us
-from ...errors import InvalidInputError, NotFoundError
+from ...errors import InvalidInputError, LimitExceededError, NotFoundError
 from ...memory import Memory
-from ...service.evidence import VIEWS, Hit
+from ...service.evidence import VIEWS, Episode, Hit
 from .data import param_time
 
 __all__ = ["DEFAULT_K", "MAX_K", "episode_view", "parse_k", "parse_view", "search_view"]
@@ -30,7 +31,9 @@ def parse_k(value: str | None) -> int:
         k = int(value)
     except ValueError:
         raise InvalidInputError(f"k must be an integer from 1 to {MAX_K}, not {value!r}") from None
-    if not 1 <= k <= MAX_K:
+    if k > MAX_K:
+        raise LimitExceededError("k", MAX_K, k, unit="")
+    if k < 1:
         raise InvalidInputError(f"k must be an integer from 1 to {MAX_K}, not {k}")
     return k
 
@@ -48,12 +51,20 @@ def _now_text(mem: Memory) -> str:
     return format_us(to_us(mem.now()), 7).replace(".000000", "")
 
 
+def _episode_dict(ep: Episode) -> dict[str, Any]:
+    """``ep.to_dict()`` with its first :data:`HIT_FACTS` ``fact_ids`` (``fact_ids_total``: all)."""
+    out = ep.to_dict()
+    out["fact_ids_total"] = len(ep.fact_ids)
+    out["fact_ids"] = list(ep.fact_ids[:HIT_FACTS])
+    return out
+
+
 def _hit_dict(rank: int, hit: Hit, at: _dt.datetime) -> dict[str, Any]:
     """One hit; each fact note also says where the fact stands at ``at``, the view's basis."""
     ep = hit.episode
     return {
         "rank": rank,
-        "episode": ep.to_dict(),
+        "episode": _episode_dict(ep),
         "score": hit.score,
         "parts": hit.parts.to_dict(),
         "facts": [
@@ -61,8 +72,9 @@ def _hit_dict(rank: int, hit: Hit, at: _dt.datetime) -> dict[str, Any]:
              "line": n.line(), "link": n.link,
              "ended_at": n.fact.valid_to_text if not n.current else None,
              "superseded_by": n.superseded_by.to_dict() if n.superseded_by is not None else None}
-            for n in hit.facts
+            for n in hit.facts[:HIT_FACTS]
         ],
+        "facts_total": len(hit.facts),
         "history": hit.is_history,
         "superseded": ({"by": ep.superseded_by,
                         "at": ep.superseded_at.isoformat().replace("+00:00", "Z") if ep.superseded_at else None}
@@ -101,13 +113,16 @@ def search_view(mem: Memory, q: str | None, view: str | None, at: TimeLike | Non
     return out
 
 
-def episode_view(mem: Memory, episode_id: str) -> dict[str, Any]:
-    """One episode verbatim with its times, mentions, the facts citing it
-    (each flagged current or history) and what superseded it."""
+def episode_view(mem: Memory, episode_id: str, page: str | None = None,
+                 page_size: str | None = None) -> dict[str, Any]:
+    """One episode verbatim with its times, mentions, a page of the facts
+    citing it (each flagged current or history) and what superseded it."""
+    pg = parse_page(page, page_size)
     ep = mem.episode(episode_id)
     now = mem.now()
     facts = []
-    for f in mem.episode_facts(ep.id):
+    citing, paging = page_of(mem.episode_facts(ep.id), pg)
+    for f in citing:
         current = f.valid_to is None or now < f.valid_to
         by: dict[str, Any] | None = None
         if not current and f.invalidated_by:
@@ -129,7 +144,8 @@ def episode_view(mem: Memory, episode_id: str) -> dict[str, Any]:
     return {
         "now": _now_text(mem),
         "namespace": mem.namespace,
-        "episode": ep.to_dict(),
+        "episode": _episode_dict(ep),
         "facts": facts,
+        "facts_page": paging,
         "superseded_by": superseded_by,
     }

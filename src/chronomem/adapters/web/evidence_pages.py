@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 from urllib.parse import quote
 
+from ...core.paging import DEFAULT_PAGE_SIZE
 from ...service.evidence import VIEWS
 from .html import entity_url, esc, layout, qs
 
@@ -103,6 +104,10 @@ def _meta_line(ep: Mapping[str, Any]) -> str:
     return " · ".join(bits)
 
 
+def _more(n: int) -> str:
+    return f'<p class="muted">and {n} more fact(s) (see the episode page)</p>' if n > 0 else ""
+
+
 def search_page(data: Mapping[str, Any]) -> str:
     b = data["basis"]
     params = {"q": data.get("query"), "view": b["view"], "at": b.get("at"), "known_at": b.get("known_at"),
@@ -136,9 +141,21 @@ def search_page(data: Mapping[str, Any]) -> str:
             f'<span class="muted">score {esc(format(h["score"], ".4g"))}</span></h2>'
             f'<p class="muted">{_meta_line(ep)}</p>'
             + (f'<p class="note">{" · ".join(notes)}</p>' if notes else "")
-            + f'<blockquote class="text">{shown}</blockquote>{_parts(h["parts"])}{_fact_rows(h["facts"], at)}</div>'
+            + f'<blockquote class="text">{shown}</blockquote>{_parts(h["parts"])}{_fact_rows(h["facts"], at)}'
+            + _more(h.get("facts_total", 0) - len(h["facts"])) + '</div>'
         )
     return layout("Evidence search", "".join(parts), json_href="/search.json" + qs(params), basis_html=_basis_bar(data))
+
+
+def _pager(base: str, fp: Mapping[str, Any]) -> str:
+    """Previous / next links of a paged list (nothing on a single page)."""
+    size = {"page_size": fp["page_size"]} if fp["page_size"] != DEFAULT_PAGE_SIZE else {}
+    links = []
+    if fp["page"] > 1:
+        links.append(f'<a rel="prev" href="{esc(base + qs({**size, "page": fp["page"] - 1}))}">← previous</a>')
+    if fp["next"] is not None:
+        links.append(f'<a rel="next" href="{esc(base + qs({**size, "page": fp["next"]}))}">next →</a>')
+    return f'<p class="pager">page {esc(fp["page"])} {" ".join(links)}</p>' if links else ""
 
 
 def episode_page(data: Mapping[str, Any]) -> str:
@@ -164,7 +181,10 @@ def episode_page(data: Mapping[str, Any]) -> str:
     if meta:
         mrows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in meta.items())
         parts.append(f"<h2>Metadata</h2><table>{mrows}</table>")
-    parts.append(f'<h2>Facts citing it ({len(data["facts"])})</h2>'
+    fp = data.get("facts_page") or {"page": 1, "page_size": len(data["facts"]), "next": None,
+                                     "total": len(data["facts"])}
+    parts.append(f'<h2>Facts citing it ({fp["total"]})</h2>'
                  f'<p class="muted">current: not ended at {esc(data["now"])}; history: ended</p>')
     parts.append(_fact_rows(data["facts"]))
+    parts.append(_pager(episode_url(eid), fp))
     return layout(f"Episode {eid}", "".join(parts), json_href=episode_url(eid, ".json"))

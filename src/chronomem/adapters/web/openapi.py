@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...core.models import CloseKind
+from ...core.paging import DEFAULT_PAGE_SIZE, MAX_MULTI_PAGE_SIZE, MAX_PAGE, MAX_PAGE_SIZE
 from ...core.phrases import PHRASE_HELP
 from ...service.evidence import MAX_EPISODE_CHARS
 
@@ -29,6 +30,19 @@ def _tq(name: str, description: str, *, required: bool = False) -> dict[str, Any
 
 _AS_OF = _tq("as_of", "valid time to read at; omitted: all of history or now")
 _KNOWN_AT = _tq("known_at", "system time to read at (what the store believed then); omitted: now")
+
+
+def _paging(max_size: int = MAX_PAGE_SIZE) -> list[dict[str, Any]]:
+    """``page`` and ``page_size`` (every list route pages; past the end: an empty page)."""
+    return [_q("page", "page number, from 1 (past the end: an empty page)",
+               schema={"type": "integer", "minimum": 1, "maximum": MAX_PAGE}),
+            _q("page_size", f"items per page (default {DEFAULT_PAGE_SIZE}, at most {max_size})",
+               schema={"type": "integer", "minimum": 1, "maximum": max_size})]
+
+
+#: the echo of a page
+_PAGE_ECHO = {"page": {"type": "integer"}, "page_size": {"type": "integer"},
+              "next": {"type": ["integer", "null"], "description": "the next page's number; null on the last page"}}
 #: the echo of a read's time parameters
 _TIMES = {"type": "object", "additionalProperties": {"type": "string"},
           "description": "each read-basis parameter given, as resolved, at its precision: {\"as_of\": \"2022-04\"}"}
@@ -61,6 +75,7 @@ _EPISODE_VIEW = {"type": "object", "properties": {
         "fact": _FACT, "current": {"type": "boolean", "description": "false: the fact has ended (history)"},
         "status_at_basis": _NOTE_STATUS,
         "ended_at": {"type": ["string", "null"]}, "superseded_by": {"oneOf": [_FACT, {"type": "null"}]}}}},
+    "facts_page": {"type": "object", "description": "page, page_size, next and total of the facts citing it"},
     "superseded_by": {"type": ["object", "null"], "description": "the later episode that overrides this one"}}}
 _HIT = {"type": "object", "properties": {
     "rank": {"type": "integer"}, "episode": _EPISODE, "score": {"type": "number"},
@@ -149,11 +164,14 @@ def openapi_document() -> dict[str, Any]:
                         _q("object", "object entity name or literal text"), _AS_OF, _KNOWN_AT,
                         _q("direction", "out, in or both (relative to subject)",
                            schema={"type": "string", "enum": ["out", "in", "both"]}),
-                        _q("limit", "maximum facts returned (default 1000)", schema={"type": "integer", "minimum": 0}),
+                        _q("limit", f"another name for page_size (default {DEFAULT_PAGE_SIZE}, at most "
+                           f"{MAX_PAGE_SIZE})", schema={"type": "integer", "minimum": 1, "maximum": MAX_PAGE_SIZE}),
+                        *_paging(),
                     ],
                     "responses": {"200": _json({"type": "object", "properties": {
                         "basis": {"type": "object"}, "count": {"type": "integer"}, "limit": {"type": "integer"},
-                        "facts": {"type": "array", "items": _FACT}, "times": _TIMES}}), **_errors(400)},
+                        "facts": {"type": "array", "items": _FACT}, **_PAGE_ECHO, "times": _TIMES}}),
+                        **_errors(400)},
                 },
                 "post": {
                     "summary": "add a fact (duplicates coalesce; single-valued predicates supersede)",
@@ -182,17 +200,18 @@ def openapi_document() -> dict[str, Any]:
                 "responses": {"200": _json(_FACT_RESULT), **write_errors}}},
             "/api/entities/{name}": {"get": {
                 "summary": "an entity (type, aliases, properties) and its facts valid at as_of (default now)",
-                "parameters": [_p("name", "entity name or alias"), _AS_OF, _KNOWN_AT],
+                "parameters": [_p("name", "entity name or alias"), _AS_OF, _KNOWN_AT, *_paging()],
                 "responses": {"200": _json({"type": "object", "properties": {
-                    "basis": {"type": "object"}, "entity": {"type": "object"},
-                    "facts": {"type": "array", "items": _FACT}, "times": _TIMES}}), **_errors(400, 404)}}},
+                    "basis": {"type": "object"}, "entity": {"type": "object"}, "count": {"type": "integer"},
+                    "facts": {"type": "array", "items": _FACT}, **_PAGE_ECHO, "times": _TIMES}}),
+                    **_errors(400, 404)}}},
             "/api/timeline/{name}": {"get": {
                 "summary": "chronological events about an entity on both time axes",
                 "parameters": [_p("name", "entity name or alias"), _tq("start", "first instant (inclusive)"),
-                               _tq("end", "last instant (exclusive)")],
+                               _tq("end", "last instant (exclusive)"), *_paging()],
                 "responses": {"200": _json({"type": "object", "properties": {
                     "entity": {"type": "object"}, "count": {"type": "integer"},
-                    "events": {"type": "array", "items": {"type": "object"}}, "times": _TIMES}}),
+                    "events": {"type": "array", "items": {"type": "object"}}, **_PAGE_ECHO, "times": _TIMES}}),
                     **_errors(400, 404)}}},
             "/api/diff": {"get": {
                 "summary": "facts added, removed and changed between t1 and t2",
@@ -200,10 +219,13 @@ def openapi_document() -> dict[str, Any]:
                                _q("axis", "valid or system", schema={"type": "string", "enum": ["valid", "system"]}),
                                _q("subject", "only this entity"), _q("predicate", "only this predicate"),
                                _tq("as_of", "valid time pinned for a system-axis diff"),
-                               _tq("known_at", "system time pinned for a valid-axis diff")],
+                               _tq("known_at", "system time pinned for a valid-axis diff"),
+                               *_paging(MAX_MULTI_PAGE_SIZE)],
                 "responses": {"200": _json({"type": "object", "properties": {
                     "added": {"type": "array", "items": _FACT}, "removed": {"type": "array", "items": _FACT},
-                    "changed": {"type": "array", "items": {"type": "object"}}, "times": _TIMES}}),
+                    "changed": {"type": "array", "items": {"type": "object"}},
+                    "totals": {"type": "object", "description": "added, removed and changed in all"},
+                    **_PAGE_ECHO, "times": _TIMES}}),
                     **_errors(400)}}},
             "/api/search": {"get": {
                 "summary": "evidence search (BM25 and dense vectors fused), with score parts and the facts each hit "
@@ -231,13 +253,15 @@ def openapi_document() -> dict[str, Any]:
                               **_errors(400, 401, 403)}}},
             "/api/episodes/{episode_id}": {"get": {
                 "summary": "one episode with its time mentions, the facts citing it and what superseded it",
-                "parameters": [_p("episode_id", "episode id")],
+                "parameters": [_p("episode_id", "episode id"), *_paging()],
                 "responses": {"200": _json(_EPISODE_VIEW), **_errors(400, 404)}}},
             "/api/conflicts": {"get": {
                 "summary": "values of one (subject, predicate) valid at the same time",
-                "parameters": [_AS_OF, _KNOWN_AT],
+                "parameters": [_AS_OF, _KNOWN_AT, *_paging()],
                 "responses": {"200": _json({"type": "object", "properties": {
-                    "count": {"type": "integer"}, "conflicts": {"type": "array", "items": {"type": "object"}},
-                    "times": _TIMES}}), **_errors(400)}}},
+                    "count": {"type": "integer"}, "conflicts": {"type": "array", "items": {"type": "object"},
+                                                                "description": "each with its first facts and "
+                                                                               "facts_total"},
+                    **_PAGE_ECHO, "times": _TIMES}}), **_errors(400)}}},
         },
     }

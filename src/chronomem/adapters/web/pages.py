@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from ...core.paging import DEFAULT_PAGE_SIZE, ENTITY_PAGE_SIZE
 from ...core.time import parse_time
 from .html import basis_form, entity_url, esc, fact_table, layout, qs
 from .svg import Bar, GraphEdge, GraphNode, graph_svg, timeline_svg
@@ -31,9 +32,12 @@ def index_page(data: Mapping[str, Any]) -> str:
     )
     if data.get("results") is not None:
         results = data["results"]
-        parts.append(f'<p>{len(results)} fact(s) match <b>{esc(data["query"])}</b> '
+        rp = data.get("results_page") or {"page": 1, "next": None}
+        on = f" on page {rp['page']}" if rp["page"] > 1 or rp["next"] is not None else ""
+        parts.append(f'<p>{len(results)} fact(s){on} match <b>{esc(data["query"])}</b> '
                      '<span class="muted">(search reads current beliefs)</span></p>')
         parts.append(fact_table(results, bp))
+        parts.append(_pager("/", {**_paged(bp, rp), "q": data.get("query")}, rp["page"], None, rp["next"]))
     rows = []
     for ev in data["recent"]:
         f = ev["fact"]
@@ -62,16 +66,23 @@ _LEGEND = (
 )
 
 
-def _pager(base: str, params: Mapping[str, Any], page: int, pages: int) -> str:
-    if pages <= 1:
+def _pager(base: str, params: Mapping[str, Any], page: int, pages: int | None, next_page: int | None = None) -> str:
+    """Links to nearby pages (a window, not one link per page); ``pages``
+    ``None``: the count is unknown, only ``next_page`` says another follows."""
+    last = max(pages or 1, page, next_page or 0)
+    if last <= 1 and page == 1:
         return ""
-    links = []
-    for p in range(1, pages + 1):
-        if p == page:
-            links.append(f"<b>{p}</b>")
-        else:
-            links.append(f'<a href="{esc(base + qs({**params, "page": p}))}">{p}</a>')
-    return f'<p class="pager">page {" ".join(links)} of {pages}</p>'
+    near = sorted({1, last, *range(max(1, page - 3), min(last, page + 3) + 1)})
+    links, prev = [], 0
+    for p in near:
+        if p - prev > 1:
+            links.append("…")
+        links.append(f"<b>{p}</b>" if p == page else f'<a href="{esc(base + qs({**params, "page": p}))}">{p}</a>')
+        prev = p
+    if next_page is not None:
+        links.append(f'<a rel="next" href="{esc(base + qs({**params, "page": next_page}))}">next →</a>')
+    of = f" of {pages}" if pages is not None else ""
+    return f'<p class="pager">page {" ".join(links)}{of}</p>'
 
 
 #: tables longer than this start folded, so the timeline stays near the top
@@ -84,8 +95,23 @@ def _fold(rows: int, what: str, table: str) -> str:
     return f"<details><summary>show all {rows} {esc(what)}</summary>{table}</details>"
 
 
+def _paged(bp: Mapping[str, Any], data: Mapping[str, Any], default: int = DEFAULT_PAGE_SIZE) -> dict[str, Any]:
+    """The basis parameters plus ``page_size`` when it is not the default (for page links)."""
+    size = data.get("page_size")
+    return {**bp, "page_size": size if size != default else None}
+
+
+def _on_page(data: Mapping[str, Any]) -> str:
+    n = len(data["valid_at_basis"])
+    if data["page"] == 1 and data.get("valid_next") is None:
+        return str(n)
+    more = ", more on the next page" if data.get("valid_next") is not None else ""
+    return f"{n} on page {data['page']}{more}"
+
+
 def entity_page(data: Mapping[str, Any]) -> str:
     bp = _bp(data)
+    pp = _paged(bp, data, ENTITY_PAGE_SIZE)
     ent = data["entity"]
     name = str(ent["name"])
     tl = data["timeline"]
@@ -97,12 +123,12 @@ def entity_page(data: Mapping[str, Any]) -> str:
         f'<p>type: <b>{esc(ent.get("type") or "—")}</b> · aliases: {aliases} · '
         f'<a href="{esc(entity_url(name, "/graph", bp))}">graph</a></p>',
         f"<table>{props}</table>" if props else "",
-        f'<h2>Facts valid {"at " + esc(bp["as_of"]) if bp["as_of"] else "now"} ({len(data["valid_at_basis"])})</h2>',
+        f'<h2>Facts valid {"at " + esc(bp["as_of"]) if bp["as_of"] else "now"} ({_on_page(data)})</h2>',
         _fold(len(data["valid_at_basis"]), "facts", fact_table(data["valid_at_basis"], bp)),
         f'<h2>Timeline</h2><p class="muted">{tl["total"]} fact(s) over valid time, grouped by predicate; '
         f'cursor at {esc(tl["cursor"])}</p>',
         _LEGEND,
-        _pager(entity_url(name), bp, data["page"], data["pages"]),
+        _pager(entity_url(name), pp, data["page"], data["pages"], data["next"]),
         '<div class="svgwrap">'
         + timeline_svg(bars, cursor_us, cursor_label=f"as_of {tl['cursor'][:10]}",
                        link=lambda b: entity_url(b.target, "", bp) if b.target else None)
@@ -111,9 +137,9 @@ def entity_page(data: Mapping[str, Any]) -> str:
         _fold(len(data["history"]), "versions",
               fact_table(data["history"], bp, columns=("subject", "predicate", "object", "interval", "system", "status",
                                                        "id"))),
-        _pager(entity_url(name), bp, data["page"], data["pages"]),
+        _pager(entity_url(name), pp, data["page"], data["pages"], data["next"]),
     ]
-    return layout(name, "".join(parts), json_href=entity_url(name, ".json", {**bp, "page": data["page"]}),
+    return layout(name, "".join(parts), json_href=entity_url(name, ".json", {**pp, "page": data["page"]}),
                   basis_html=basis_form(data["basis"], entity_url(name)))
 
 
@@ -194,28 +220,33 @@ def diff_page(data: Mapping[str, Any]) -> str:
     parts = [_diff_form(data["t1"], data["t2"], data["axis"], data.get("subject") or "", data.get("predicate") or "")]
     parts.append(f'<p>Comparing <b>{esc(data["t1"])}</b> → <b>{esc(data["t2"])}</b> on the <b>{esc(data["axis"])}</b> '
                  f'axis; {data["unchanged_count"]} fact(s) unchanged.</p>')
-    parts.append(f'<h2>Added ({len(data["added"])})</h2>' + fact_table(data["added"], bp))
-    parts.append(f'<h2>Removed ({len(data["removed"])})</h2>' + fact_table(data["removed"], bp))
+    tot = data["totals"]
+    parts.append(f'<h2>Added ({tot["added"]})</h2>' + fact_table(data["added"], bp))
+    parts.append(f'<h2>Removed ({tot["removed"]})</h2>' + fact_table(data["removed"], bp))
     rows = []
     for c in data["changed"]:
         old, new = c["old"], c["new"]
         rows.append(f'<tr><td><a href="{esc(entity_url(str(c["subject"]), "", bp))}">{esc(c["subject"])}</a></td>'
                     f'<td>{esc(c["predicate"])}</td><td>{esc(_with_interval(old))}</td>'
                     f'<td>{esc(_with_interval(new))}</td></tr>')
-    parts.append(f'<h2>Changed ({len(rows)})</h2>')
+    parts.append(f'<h2>Changed ({tot["changed"]})</h2>')
     # the columns are the two compared times, not "was"/"now"
     parts.append(f'<table id="changed"><tr><th>subject</th><th>predicate</th><th>at {esc(data["t1"])}</th>'
                  f'<th>at {esc(data["t2"])}</th></tr>'
                  f'{"".join(rows)}</table>'
                  if rows else '<p class="muted">none</p>')
-    return layout("Diff", "".join(parts), json_href="/diff.json" + qs({**keep, **bp}),
+    pages = max(1, *(-(-n // data["page_size"]) for n in tot.values()))
+    parts.append(_pager("/diff", {**keep, **_paged(bp, data)}, data["page"], pages, data["next"]))
+    return layout("Diff", "".join(parts), json_href="/diff.json" + qs({**keep, **_paged(bp, data),
+                                                                       "page": data["page"]}),
                   basis_html=basis_form(data["basis"], "/diff", keep))
 
 
 def conflicts_page(data: Mapping[str, Any]) -> str:
     bp = _bp(data)
-    parts = [f'<p>{data["count"]} conflict(s): <b>cardinality</b> = two values of a single-valued predicate at once '
-             '(an error to fix); <b>review</b> = several values of an undeclared predicate at once.</p>']
+    on = f" on page {data['page']}" if data["page"] > 1 or data["next"] is not None else ""
+    parts = [f'<p>{data["count"]} conflict(s){on}: <b>cardinality</b> = two values of a single-valued predicate '
+             'at once (an error to fix); <b>review</b> = several values of an undeclared predicate at once.</p>']
     for c in data["conflicts"]:
         span = f'[{c.get("overlap_from") or "…"}, {c.get("overlap_to") or "…"})'
         parts.append(
@@ -224,7 +255,11 @@ def conflicts_page(data: Mapping[str, Any]) -> str:
             f'<span class="muted">overlap {esc(span)}</span></h2>'
         )
         parts.append(fact_table(c["facts"], bp))
-    return layout("Conflicts", "".join(parts), json_href="/conflicts.json" + qs(bp),
+        if c["facts_total"] > len(c["facts"]):
+            parts.append(f'<p class="muted">and {c["facts_total"] - len(c["facts"])} more fact(s) at once</p>')
+    parts.append(_pager("/conflicts", _paged(bp, data), data["page"], None, data["next"]))
+    return layout("Conflicts", "".join(parts), json_href="/conflicts.json" + qs({**_paged(bp, data),
+                                                                                 "page": data["page"]}),
                   basis_html=basis_form(data["basis"], "/conflicts"))
 
 

@@ -1,9 +1,11 @@
 """Which embedder one memory uses, and its cache of stored vectors: chosen
 by name or instance, loaded lazily (a model load takes a second), never
-mixed across models."""
+mixed across models. Shared by the memory's threads: they all get the one
+process-wide embedder instance and this memory's one vector cache."""
 
 from __future__ import annotations
 
+import threading
 from typing import Callable, Sequence
 
 from ...errors import InvalidInputError
@@ -22,6 +24,7 @@ class Embedding:
         self._embedder: Embedder | None = None
         self._chosen = False
         self._vectors: VectorCache | None = None
+        self._lock = threading.Lock()
         self.warned_no_vectors = False  # a search said once that the store has other models' vectors
         self.use(embedder)
 
@@ -47,6 +50,7 @@ class Embedding:
             name = self._name or "auto"
             if name == "auto":
                 name = auto_embedder([m for _i, m, _d in self._models()])
+            # (two threads here get the one process-wide instance: get_embedder locks)
             self._embedder = get_embedder(name)
             self._chosen = True
         return self._embedder
@@ -58,9 +62,13 @@ class Embedding:
 
     def vectors(self) -> VectorCache:
         """This memory's cache of the stored vectors (made at first use)."""
-        if self._vectors is None:
-            self._vectors = VectorCache()
-        return self._vectors
+        cache = self._vectors
+        if cache is None:
+            with self._lock:  # one cache: a second would miss forget_vectors
+                if self._vectors is None:
+                    self._vectors = VectorCache()
+                cache = self._vectors
+        return cache
 
     def forget_vectors(self) -> None:
         """Drop the cached vectors (an erasure took some away)."""

@@ -11,6 +11,20 @@ import logging
 from typing import Any, Callable, Iterable, Literal, Mapping, Sequence, cast
 
 from ...core.ids import new_id
+from ...core.limits import (
+    MAX_BATCH,
+    MAX_EPISODE_CHARS,
+    MAX_ID_CHARS,
+    MAX_REASON_CHARS,
+    MAX_SESSION_CHARS,
+    MAX_SOURCE_CHARS,
+    MAX_SPEAKER_CHARS,
+    check_bool,
+    check_clean,
+    check_json,
+    check_text,
+    opt_text,
+)
 from ...core.models import Fact
 from ...core.time import Precision, TimeLike, TimePoint, from_us, local_datetime, to_us
 from ...errors import (
@@ -19,6 +33,7 @@ from ...errors import (
     EpisodeNotFoundError,
     InvalidInputError,
     InvalidTimeError,
+    LimitExceededError,
     StoreError,
 )
 from ...store.protocol import EpisodeFilter, EpisodeRecord, EpisodeStore, EpisodeWriteTx, Store
@@ -28,7 +43,6 @@ from ..unit_of_work import UnitOfWork
 from .embedding import Embedding
 from .lexical import cjk_bigrams
 from .models import (
-    MAX_EPISODE_CHARS,
     Episode,
     TimeSpan,
 )
@@ -59,12 +73,9 @@ class _Prepared:
         self.mentions: list[tuple[int, int, str, int]] = []
 
 
-def opt_str(value: object, name: str) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise InvalidInputError(f"{name} must be a string, not {type(value).__name__}")
-    return value.strip() or None
+def opt_str(value: object, name: str, limit: int = MAX_SESSION_CHARS) -> str | None:
+    """An optional free text argument, checked (:func:`~chronomem.core.limits.opt_text`)."""
+    return opt_text(value, name, limit)
 
 
 def index_parts(rec: EpisodeRecord, prev: EpisodeRecord | None, nxt: EpisodeRecord | None,
@@ -114,21 +125,16 @@ class Episodes:
         if not isinstance(text, str) or not text.strip():
             raise InvalidInputError("episode text must be a non-empty string")
         if len(text) > MAX_EPISODE_CHARS:
-            raise InvalidInputError(
-                f"episode text has {len(text)} characters, more than the limit of {MAX_EPISODE_CHARS}; split it"
-            )
+            raise LimitExceededError("episode text", MAX_EPISODE_CHARS, len(text))
+        check_clean(text, "episode text")  # NUL and lone surrogates are refused, not escaped (docs/limits.md)
         meta_json: str | None = None
         if metadata is not None:
-            if not isinstance(metadata, Mapping):
-                raise InvalidInputError(f"metadata must be a dict, not {type(metadata).__name__}")
-            try:
-                meta_json = json.dumps(dict(metadata), sort_keys=True, ensure_ascii=False) if metadata else None
-            except (TypeError, ValueError) as exc:
-                raise InvalidInputError(f"metadata must be JSON-serialisable: {exc}") from None
+            meta_json = check_json(metadata, "metadata") if metadata or not isinstance(metadata, Mapping) else None
         occurred = self._scope.parse_time(occurred_at, "occurred_at") if occurred_at is not None else None
         recorded = self._scope.parse_time(recorded_at, "recorded_at") if recorded_at is not None else None
-        prep = _Prepared(text, occurred, recorded, opt_str(source, "source"), opt_str(session, "session"),
-                         opt_str(speaker, "speaker"), meta_json)
+        prep = _Prepared(text, occurred, recorded, opt_str(source, "source", MAX_SOURCE_CHARS),
+                         opt_str(session, "session", MAX_SESSION_CHARS),
+                         opt_str(speaker, "speaker", MAX_SPEAKER_CHARS), meta_json)
         base_us = occurred.us if occurred is not None else recorded.us if recorded is not None else self._scope.now_us()
         said = occurred if occurred is not None else recorded  # a calendar day is that day in the memory's zone
         base = local_datetime(base_us, said.precision if said is not None else None, self._scope.tz)
@@ -257,6 +263,8 @@ class Episodes:
         preps: list[_Prepared] = []
         keys = {"text", "occurred_at", "recorded_at", "source", "session", "speaker", "metadata"}
         for index, item in enumerate(items):
+            if index == MAX_BATCH:
+                raise LimitExceededError("add_episodes() items", MAX_BATCH, None, unit="items")
             try:
                 if isinstance(item, str):
                     item = {"text": item}
@@ -298,6 +306,7 @@ class Episodes:
     def _require(self, episode_id: object) -> EpisodeRecord:
         if not isinstance(episode_id, str) or not episode_id.strip():
             raise InvalidInputError("an episode id must be a non-empty string")
+        check_text(episode_id, "episode id", MAX_ID_CHARS)
         rec = self._es.episode_by_id(episode_id.strip())
         if rec is None or rec.ns_id != self._scope.ns_id:
             raise EpisodeNotFoundError(f"no episode with id {episode_id!r} in namespace {self._scope.namespace!r}")
@@ -342,7 +351,8 @@ class Episodes:
         if facts not in ("keep", "retract"):
             raise InvalidInputError(f"facts must be 'keep' or 'retract', not {facts!r}")
         rec = self._require(episode_id)
-        if not confirm:
+        reason = opt_text(reason, "reason", MAX_REASON_CHARS)
+        if not check_bool(confirm, "confirm"):  # confirm="no" must not erase
             raise ConfirmationRequiredError("erase_episode() deletes evidence permanently; call it with confirm=True")
         if rec.erased_at is not None:
             raise ConflictError(f"episode {rec.id} is already erased")
@@ -529,6 +539,8 @@ def _fact_items(facts: Iterable[Mapping[str, Any]] | None) -> list[Mapping[str, 
     if isinstance(facts, (str, bytes, Mapping)) or not hasattr(facts, "__iter__"):
         raise InvalidInputError(f"facts must be a list of dicts, not {type(facts).__name__}")
     items = list(facts)
+    if len(items) > MAX_BATCH:
+        raise LimitExceededError("facts", MAX_BATCH, len(items), unit="items")
     for index, item in enumerate(items):
         if not isinstance(item, Mapping):
             raise InvalidInputError(f"facts[{index}] must be a dict with add_fact's parameter names")

@@ -7,6 +7,7 @@ import datetime as _dt
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal, Mapping
 
+from ...core.limits import MAX_EPISODE_CHARS
 from ...core.models import Fact, _Dictable
 from ...core.time import Precision, format_us, to_us
 from ...errors import InvalidInputError
@@ -19,9 +20,9 @@ __all__ = [
 View = Literal["as_world", "as_recorded", "raw"]
 VIEWS: tuple[str, ...] = ("as_world", "as_recorded", "raw")
 
-#: The longest episode text accepted (characters). Longer evidence should be
-#: split into several episodes (one per turn, paragraph or section).
-MAX_EPISODE_CHARS = 100_000
+# The longest episode text accepted (characters; it lives with every other
+# limit in core/limits.py). Longer evidence should be split into several
+# episodes (one per turn, paragraph or section).
 
 
 @dataclass(frozen=True)

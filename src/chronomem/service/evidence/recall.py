@@ -9,6 +9,7 @@ import math
 import re
 from typing import TYPE_CHECKING, Literal, cast
 
+from ...core.limits import MAX_BUDGET_TOKENS, MAX_QUERY_CHARS, check_count, check_text
 from ...core.models import Fact
 from ...core.names import normalize_key
 from ...core.time import TimeLike, from_us, to_us
@@ -143,8 +144,8 @@ class Recaller:
         at that time, for the facts and the evidence alike."""
         if not isinstance(question, str) or not question.strip():
             raise InvalidInputError("recall question must be a non-empty string")
-        if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int) or budget_tokens < 1:
-            raise InvalidInputError(f"budget_tokens must be a positive integer, not {budget_tokens!r}")
+        check_text(question, "recall question", MAX_QUERY_CHARS)
+        check_count(budget_tokens, "budget_tokens", 1, MAX_BUDGET_TOKENS)
         scope = self._scope
         when = scope.read_time(at, "at").datetime if at is not None else scope.now()
         known_us = scope.known(known_at)  # settled once; the reads below take it as an instant

@@ -12,9 +12,10 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any, Literal, Mapping
 
+from ...core.limits import MAX_K, MAX_QUERY_CHARS, MAX_SESSION_CHARS, check_count, check_text
 from ...core.models import Fact
 from ...core.time import TimeLike, from_us, to_us
-from ...errors import InvalidInputError
+from ...errors import InvalidInputError, InvalidIntervalError
 from ...store.protocol import EpisodeFilter, EpisodeStore
 from ..reads import FactReads
 from ..scope import Scope
@@ -24,7 +25,6 @@ from .fusion import group_boost, relative_contributions, rrf_contributions
 from .lexical import fts_query, query_terms
 from .mentioned import mentioned_facts
 from .models import (
-    MAX_EPISODE_CHARS,
     VIEWS,
     FactNote,
     Hit,
@@ -110,10 +110,8 @@ class Search:
         preset name."""
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("search query must be a non-empty string")
-        if len(query) > MAX_EPISODE_CHARS:
-            raise InvalidInputError(f"search query is longer than {MAX_EPISODE_CHARS} characters")
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1000:
-            raise InvalidInputError(f"k must be an integer from 1 to 1000, not {k!r}")
+        check_text(query, "search query", MAX_QUERY_CHARS)
+        check_count(k, "k", 1, MAX_K)
         if view not in VIEWS:
             raise InvalidInputError(f"unknown view {view!r}; expected one of {', '.join(VIEWS)}")
         cfg = SearchConfig.preset(config) if isinstance(config, str) else (config or SearchConfig())
@@ -184,15 +182,19 @@ class Search:
             recorded_by = given_at if known_us is None else min(given_at, known_us)
         elif view == "as_world":
             occurred_by = at_us
+        since_us = scope.read_time(since, "since").us if since is not None else None
+        until_us = scope.read_time(until, "until").us if until is not None else None
+        if since_us is not None and until_us is not None and until_us < since_us:
+            raise InvalidIntervalError(f"until ({until}) must not be before since ({since})")
         return EpisodeFilter(
             scope.ns_id,
             recorded_by=recorded_by,
             occurred_by=occurred_by,
             not_superseded_at=occurred_by,
             supersessions_recorded_by=known_us if view == "as_world" else None,
-            session=opt_str(session, "session"),
-            since=scope.read_time(since, "since").us if since is not None else None,
-            until=scope.read_time(until, "until").us if until is not None else None,
+            session=opt_str(session, "session", MAX_SESSION_CHARS),
+            since=since_us,
+            until=until_us,
         )
 
     def _fuse(self, query: str, lexical: list[tuple[int, float]], dense: list[tuple[int, float]],

@@ -7,6 +7,11 @@ next search appends the new rows (or reloads when rows went away). Search is
 exact (one matrix-vector product, ``argpartition``) with the view's filters as
 a boolean mask, so views never need a second index.
 
+Threads: a search works on an immutable :class:`VectorSlot` (read-only
+arrays, row-aligned, published as one object); a refresh builds the next one
+and swaps it in, so a search never sees the vectors of one generation beside
+the columns of another.
+
 Above ``ann_threshold`` vectors, and when the optional ``hnswlib`` is
 installed, an HNSW index answers instead: a cache persisted beside the
 database file (``<db>.ann-<ns>-<model>-<context>.bin``), extended with new rows
@@ -30,8 +35,9 @@ import json
 import logging
 import os
 import threading
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any, Mapping
 
 from ...store.protocol import EpisodeFilter, EpisodeStore
 from .embed import load_numpy
@@ -43,9 +49,12 @@ log = logging.getLogger("chronomem.evidence.vector")
 _LOAD_BATCH = 50_000
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
 class VectorSlot:
-    """One namespace's vectors of one model, as numpy arrays (row-aligned)."""
+    """One namespace's vectors of one model at one generation: an immutable
+    snapshot. Its arrays (read-only) and columns are row-aligned and published
+    together as one object: a search keeps the snapshot it took while a writer
+    builds and publishes the next one, so it never sees arrays of two sizes."""
 
     dim: int
     rowids: Any
@@ -53,90 +62,106 @@ class VectorSlot:
     recorded: Any
     occurred: Any
     sessions: Any
-    session_codes: dict[str, int]
+    session_codes: Mapping[str, int]
     generation: int = -1
     max_rowid: int = 0
     erasures: int = 0  # the namespace's erased episodes when the arrays were loaded
-    windows: dict[float, Any] | None = None
-    ann: dict[float, "AnnIndex"] | None = None
+    # context matrices derived from these arrays (filled once per weight, under the cache's lock)
+    windows: dict[float, Any] = field(default_factory=dict)
 
     @property
     def size(self) -> int:
         return int(self.rowids.shape[0])
 
 
+def _frozen(array: Any) -> Any:
+    array.flags.writeable = False
+    return array
+
+
 class VectorCache:
-    """Per-process cache of the stored vectors, exact top-k search."""
+    """Per-process cache of the stored vectors, exact top-k search.
+
+    Thread-safe by snapshots: :meth:`slot` returns an immutable
+    :class:`VectorSlot`; a refresh builds a new one from the old one plus the
+    new rows and replaces the dict entry (one atomic store), never touching a
+    published snapshot."""
 
     def __init__(self) -> None:
         self._np = load_numpy()
         self._slots: dict[tuple[int, int], VectorSlot] = {}
+        # ANN indexes per (ns, model, context weight): they outlive snapshots
+        self._ann: dict[tuple[int, int, float], AnnIndex] = {}
         self._lock = threading.Lock()
 
-    def _empty(self, dim: int) -> VectorSlot:
+    def _empty(self, dim: int, erasures: int) -> VectorSlot:
         np = self._np
         return VectorSlot(
             dim=dim, rowids=np.zeros(0, np.int64), vecs=np.zeros((0, dim), np.float32),
             recorded=np.zeros(0, np.int64), occurred=np.zeros(0, np.int64), sessions=np.zeros(0, np.int32),
-            session_codes={},
+            session_codes={}, erasures=erasures,
         )
 
     def slot(self, store: EpisodeStore, ns_id: int, model_id: int, dim: int) -> VectorSlot:
-        """The up-to-date arrays for ``(ns_id, model_id)``."""
+        """An up-to-date snapshot of the arrays for ``(ns_id, model_id)``:
+        it holds at least every vector committed before this call."""
         gen = store.episode_generation()
         with self._lock:
             slot = self._slots.get((ns_id, model_id))
-            if slot is not None and slot.generation == gen:
+            # (a snapshot newer than `gen` holds all `gen` has: the generation only grows)
+            if slot is not None and slot.generation >= gen:
                 return slot
             count, max_rowid = store.vector_stats(ns_id, model_id)
             # an erasure since: nothing of the old arrays may stay (a row count
             # alone can miss one, when vectors were also added below max_rowid)
             erasures = store.episode_erasures(ns_id)
             if slot is None or count < slot.size or max_rowid < slot.max_rowid or erasures != slot.erasures:
-                slot = self._empty(dim)
-            self._append(store, slot, ns_id, model_id)
-            if slot.size != count:  # rows changed under us (erasures): reload everything
-                slot = self._empty(dim)
-                self._append(store, slot, ns_id, model_id)
-            slot.generation = gen
-            slot.erasures = erasures
-            self._slots[(ns_id, model_id)] = slot
-            return slot
+                slot = self._empty(dim, erasures)
+                for ann_key in [a for a in self._ann if a[:2] == (ns_id, model_id)]:
+                    del self._ann[ann_key]  # reloaded from its file (or rebuilt) at the next ANN search
+            fresh = self._append(store, slot, ns_id, model_id, gen)
+            if fresh.size != count:  # rows changed under us (erasures): reload everything
+                fresh = self._append(store, self._empty(dim, erasures), ns_id, model_id, gen)
+            self._slots[(ns_id, model_id)] = fresh  # published: one atomic dict store
+            return fresh
 
-    def _append(self, store: EpisodeStore, slot: VectorSlot, ns_id: int, model_id: int) -> None:
+    def _append(self, store: EpisodeStore, slot: VectorSlot, ns_id: int, model_id: int, gen: int) -> VectorSlot:
+        """A new snapshot: ``slot``'s rows and the stored ones after them."""
         np = self._np
+        parts: list[list[Any]] = [[slot.rowids], [slot.vecs], [slot.recorded], [slot.occurred], [slot.sessions]]
+        codes = dict(slot.session_codes)
+        max_rowid = slot.max_rowid
         while True:
-            rows = store.load_vectors(ns_id, model_id, slot.max_rowid, _LOAD_BATCH)
+            rows = store.load_vectors(ns_id, model_id, max_rowid, _LOAD_BATCH)
             if not rows:
-                return
+                break
             n = len(rows)
             rowids = np.fromiter((r[0] for r in rows), np.int64, n)
-            vecs = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(n, slot.dim)
-            recorded = np.fromiter((r[2] for r in rows), np.int64, n)
-            occurred = np.fromiter((r[3] if r[3] is not None else r[2] for r in rows), np.int64, n)
-            codes = slot.session_codes
-            sessions = np.fromiter(
-                (codes.setdefault(r[4], len(codes) + 1) if r[4] is not None else 0 for r in rows), np.int32, n
-            )
-            slot.rowids = np.concatenate([slot.rowids, rowids])
-            slot.vecs = np.concatenate([slot.vecs, vecs])
-            slot.recorded = np.concatenate([slot.recorded, recorded])
-            slot.occurred = np.concatenate([slot.occurred, occurred])
-            slot.sessions = np.concatenate([slot.sessions, sessions])
-            slot.max_rowid = int(rowids[-1])
-            slot.windows = None
+            parts[0].append(rowids)
+            parts[1].append(np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(n, slot.dim))
+            parts[2].append(np.fromiter((r[2] for r in rows), np.int64, n))
+            parts[3].append(np.fromiter((r[3] if r[3] is not None else r[2] for r in rows), np.int64, n))
+            parts[4].append(np.fromiter(
+                (codes.setdefault(r[4], len(codes) + 1) if r[4] is not None else 0 for r in rows), np.int32, n))
+            max_rowid = int(rowids[-1])
             log.debug("loaded %d vectors (ns %d, model %d)", n, ns_id, model_id)
+        if len(parts[0]) == 1:  # nothing new: the same arrays (and their context matrices)
+            return replace(slot, generation=gen)
+        rowids_, vecs, recorded, occurred, sessions = (_frozen(np.concatenate(p)) for p in parts)
+        return VectorSlot(dim=slot.dim, rowids=rowids_, vecs=vecs, recorded=recorded, occurred=occurred,
+                          sessions=sessions, session_codes=MappingProxyType(codes), generation=gen,
+                          max_rowid=max_rowid, erasures=slot.erasures)
 
     def matrix(self, slot: VectorSlot, context: float) -> Any:
         """The search matrix: each episode's vector, or with ``context > 0``
         ``normalize(context * prev + v + context * next)`` over its
-        neighbours in the same session (rowid order). Computed from the stored
-        vectors, cached until the slot changes."""
+        neighbours in the same session (rowid order). Computed from the
+        snapshot's vectors, cached with it."""
         if context <= 0 or slot.size == 0:
             return slot.vecs
         np = self._np
         with self._lock:
-            cached = (slot.windows or {}).get(context)
+            cached = slot.windows.get(context)
             if cached is not None:
                 return cached
             order = np.lexsort((slot.rowids, slot.sessions))
@@ -150,13 +175,14 @@ class VectorCache:
             has_next = (nxt != np.arange(slot.size)).astype(np.float32)[:, None]
             win = slot.vecs + context * (has_prev * slot.vecs[prev] + has_next * slot.vecs[nxt])
             win /= np.maximum(np.linalg.norm(win, axis=1, keepdims=True), 1e-12)
-            win = win.astype(np.float32)
-            slot.windows = {**(slot.windows or {}), context: win}
+            win = _frozen(win.astype(np.float32))
+            slot.windows[context] = win
             return win
 
     def invalidate(self) -> None:
         with self._lock:
             self._slots.clear()
+            self._ann.clear()
 
     def ann_search(self, slot: VectorSlot, query: Any, k: int, f: EpisodeFilter,
                    superseded: list[tuple[int, int, int]], context: float, path: str | None,
@@ -169,19 +195,20 @@ class VectorCache:
             return None
         np = self._np
         with self._lock:
-            indexes = slot.ann if slot.ann is not None else {}
-            slot.ann = indexes
-            index = indexes.get(context)
+            index = self._ann.get((*key, context))
             if index is None:
-                index = AnnIndex(hnsw, slot.dim, _ann_path(path, key, context))
-                indexes[context] = index
+                index = self._ann[(*key, context)] = AnnIndex(hnsw, slot.dim, _ann_path(path, key, context))
         matrix = self.matrix(slot, context)
-        index.sync(slot, matrix)
+        if not index.sync(slot, matrix):
+            return None  # the index is ahead of this (older) snapshot on another lineage
         gone = set(superseded_rowids(f, superseded))
-        fetch = min(slot.size, k + len(gone) + 16)
+        ahead = max(0, index.count - slot.size)  # rows of a newer snapshot, skipped below
+        fetch = min(slot.size + ahead, k + len(gone) + 16 + ahead)
         positions, sims = index.query(np.asarray(query, dtype=np.float32).reshape(1, -1), fetch)
         out: list[tuple[int, float]] = []
         for pos, sim in zip(positions, sims, strict=True):
+            if pos >= slot.size:
+                continue  # a row another thread's newer snapshot added: not in this one
             rowid = int(slot.rowids[pos])
             if (rowid in gone or (f.recorded_by is not None and int(slot.recorded[pos]) > f.recorded_by)
                     or (f.occurred_by is not None and int(slot.occurred[pos]) > f.occurred_by)):
@@ -288,6 +315,10 @@ class AnnIndex:
         self.count = 0
         self.max_rowid = 0
         self.erasures = 0
+        # the rowids of the snapshot last synced in this process (immutable):
+        # a thread with an older snapshot of the same rows may query the index
+        self._rowids: Any = None
+        self._generation = -1
         self._lock = threading.Lock()
         self._load()
 
@@ -314,11 +345,18 @@ class AnnIndex:
         with open(self.path + ".json", "w", encoding="utf-8") as fh:
             json.dump({"count": self.count, "max_rowid": self.max_rowid, "erasures": self.erasures}, fh)
 
-    def sync(self, slot: VectorSlot, matrix: Any) -> None:
+    def sync(self, slot: VectorSlot, matrix: Any) -> bool:
         """Bring the index up to the slot: add new rows (and re-add the row
-        before the first new one, whose context vector changed), or rebuild."""
+        before the first new one, whose context vector changed), or rebuild.
+        ``False`` when the index is ahead of ``slot`` (another thread synced a
+        newer snapshot) but not on its rows: the caller searches exactly."""
         with self._lock:
             n = slot.size
+            ahead = self._rowids
+            if self.index is not None and self.count > n and ahead is not None and slot.generation <= self._generation:
+                # an older snapshot: positions below n are its rows when both come
+                # from the same arrays grown by appends (the caller skips the others)
+                return self.erasures == slot.erasures and (n == 0 or int(ahead[n - 1]) == int(slot.rowids[n - 1]))
             consistent = (
                 self.index is not None and self.count <= n and self.erasures == slot.erasures
                 and (self.count == 0 or int(slot.rowids[self.count - 1]) == self.max_rowid)
@@ -329,8 +367,9 @@ class AnnIndex:
                 index.init_index(max_elements=max(n, 1), ef_construction=self.EF_CONSTRUCTION, M=self.M)
                 index.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
                 self.index, self.count, self.erasures = index, 0, slot.erasures
+            self._rowids, self._generation = slot.rowids, slot.generation
             if self.count == n:
-                return
+                return True
             assert self.index is not None
             if n > self.index.get_max_elements():
                 self.index.resize_index(max(n, int(self.index.get_max_elements() * 1.5)))
@@ -341,6 +380,7 @@ class AnnIndex:
             self.count = n
             self.max_rowid = int(slot.rowids[n - 1])
             self._save()
+            return True
 
     def query(self, q: Any, k: int) -> tuple[list[int], list[float]]:
         with self._lock:

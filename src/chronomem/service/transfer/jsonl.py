@@ -39,6 +39,7 @@ from itertools import chain
 from typing import IO, Any, Iterator, Mapping
 
 from ...core.jsonobj import load_object
+from ...core.limits import check_clean_tree
 from ...core.time import Precision, format_us, parse_time, to_us
 from ...errors import ConflictError, ExportVersionError, InvalidInputError
 from ..gcpause import paused_gc
@@ -252,6 +253,7 @@ def _restore(
         r = Restorer(tx, ns, mem.tz, elsewhere="restore the export into another database file")
         for number, text in lines:
             obj = _json_line(number, text)
+            check_clean_tree(obj, f"line {number}")  # no NUL or lone surrogate reaches either backend
             kind = obj.get("type")
             if kind not in RECORD_TYPES:
                 raise InvalidInputError(f"line {number}: unknown line type {kind!r}")

@@ -10,6 +10,8 @@ import logging
 from dataclasses import asdict, dataclass, field
 from typing import IO, Any, Callable, Iterable, Iterator, cast
 
+from ...core.codec import encode_literal
+from ...core.limits import MAX_ID_CHARS, MAX_SOURCE_CHARS, check_bool, check_json, check_text
 from ...core.names import normalize_key
 from ...errors import InvalidInputError, InvalidIntervalError
 from .target import MemoryLike
@@ -96,15 +98,23 @@ def checked_item(mem: MemoryLike, item: dict[str, Any], number: int,
             raise InvalidInputError(f"line {number}: {name} is missing")
     if not isinstance(item["object"], (str, int, float)):
         raise InvalidInputError(f"line {number}: object must be a string, number or boolean")
-    for name in ("source", "episode_id"):
+    for name, limit in (("source", MAX_SOURCE_CHARS), ("episode_id", MAX_ID_CHARS)):
         if item.get(name) is not None and not isinstance(item[name], str):
             raise InvalidInputError(f"line {number}: {name} must be a string")
+        if item.get(name) is not None:
+            check_text(item[name], name, limit)
     if item.get("properties") is not None and not isinstance(item["properties"], dict):
         raise InvalidInputError(f"line {number}: properties must be an object")
+    if item.get("properties") is not None:
+        check_json(item["properties"], "properties")
+    if item.get("literal") is not None:
+        check_bool(item["literal"], "literal")
     normalize_key(item["subject"], "subject")
     normalize_key(item["predicate"], "predicate")
     if isinstance(item["object"], str) and not item.get("literal"):
         normalize_key(item["object"], "object")
+    else:
+        encode_literal(item["object"], mem.tz)  # its size, range and text
     vf = item.get("valid_from")
     vt = item.get("valid_to")
     if vf is not None:
@@ -140,7 +150,9 @@ def add_batches(
                 fact_ids.update(mem.add_facts(batch))
             except InvalidInputError as exc:
                 done = f"; the {result.added} rows before them were imported" if result.added else ""
-                raise type(exc)(f"lines {lines[0]}-{lines[-1]} (one batch, not imported): {exc}{done}") from None
+                # the same error, re-worded: its type and fields (InvalidTimeError.field, ...) stay
+                exc.args = (f"lines {lines[0]}-{lines[-1]} (one batch, not imported): {exc}{done}",)
+                raise exc from None
             result.added += len(batch)
             result.facts = len(fact_ids)
             log.info("imported %d rows", result.added)

@@ -86,10 +86,15 @@ def connect(psycopg: Any, conninfo: str, kwargs: dict[str, Any]) -> Any:
 def migrate(conn: Any, schema: str | None, clock: Clock, psycopg: Any) -> bool:
     """Create ``schema`` (if given) and apply the pending migrations on
     ``conn``, under a database-wide advisory lock (several processes may
-    open a store at once); whether episode vectors have a pgvector column.
+    open a store at once; taken only when a read finds something to apply,
+    and the check repeated under it); whether episode vectors have a
+    pgvector column.
     The caller turns driver errors into :class:`StoreError` s."""
     migrations = load_migrations("postgres")
     latest = max(n for n, _, _ in migrations)
+    if _up_to_date(conn, schema, latest, {m[0] for m in migrations}):
+        # nothing to apply: no lock (one migrating elsewhere in the database would make this open wait)
+        return _has_pgvector_column(conn)
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", _MIGRATE_LOCK)
         if schema is not None:
@@ -114,10 +119,30 @@ def migrate(conn: Any, schema: str | None, clock: Clock, psycopg: Any) -> bool:
                     (number, name, to_us(clock())),
                 )
             _add_pgvector(conn, psycopg)
-        return bool(conn.execute(
-            "SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
-            "AND table_name = 'episode_vectors' AND column_name = 'embedding')"
-        ).fetchone()[0])
+        return _has_pgvector_column(conn)
+
+
+def _up_to_date(conn: Any, schema: str | None, latest: int, numbers: set[int]) -> bool:
+    """Whether the store's schema has every migration, by plain reads (no
+    lock); :class:`SchemaVersionError` when it is newer than this chronomem.
+    (The store's own schema by name: the search path falls back to
+    ``public`` when the named one does not exist yet.)"""
+    table = f'"{schema}".schema_migrations' if schema is not None else "schema_migrations"
+    if conn.execute("SELECT to_regclass(%s)", (table,)).fetchone()[0] is None:
+        return False
+    done = {int(v) for (v,) in conn.execute(f"SELECT version FROM {table}")}
+    if done and max(done) > latest:
+        raise SchemaVersionError(
+            f"database schema version {max(done)} is newer than this chronomem ({latest}); upgrade chronomem"
+        )
+    return numbers <= done
+
+
+def _has_pgvector_column(conn: Any) -> bool:
+    return bool(conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
+        "AND table_name = 'episode_vectors' AND column_name = 'embedding')"
+    ).fetchone()[0])
 
 def _add_pgvector(conn: Any, psycopg: Any) -> None:
     """Where the server has pgvector, keep each vector also as ``vector``

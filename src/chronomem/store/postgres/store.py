@@ -41,6 +41,7 @@ from ..sql.facts import READS, compose_fact_sql
 from ..sql.reads import RowReadsMixin, StoreSQL
 from ..sql.tx import RAW_COLS
 from .episodes import PgEpisodeStoreMixin
+from .health import PgHealthMixin
 from .name_reads import PgNameReadsMixin
 from .setup import _redact, connect, connection_kwargs, import_psycopg, migrate
 from .setup import split_schema as split_schema  # re-exported: part of this module's API
@@ -54,7 +55,7 @@ log = logging.getLogger("chronomem.store.postgres")
 # writes (settle); after that it answers without the finality guarantee
 SETTLE_WAIT = 5.0
 
-class PostgresStore(PgNameReadsMixin, RowReadsMixin, PgEpisodeStoreMixin):
+class PostgresStore(PgNameReadsMixin, RowReadsMixin, PgEpisodeStoreMixin, PgHealthMixin):
     """PostgreSQL implementation of :class:`~chronomem.store.protocol.Store`.
 
     Opening it (URL, connections, migrations) is in :mod:`.setup`, its name

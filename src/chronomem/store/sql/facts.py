@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from ...core.time import MAX_US
-from ..protocol import FACT_COLUMNS, READ_COLUMNS, FactQuery, Row
+from ..protocol import FACT_COLUMNS, KEY_COLUMNS, KEY_OBJECT_COLUMNS, READ_COLUMNS, FactQuery, Row
 from .dialect import Dialect
 
-__all__ = ["READS", "SELECT_FACT", "SELECT_READ", "FactHead", "caller_sorts", "compose_fact_sql",
+__all__ = ["KEYS", "READS", "SELECT_FACT", "SELECT_READ", "FactHead", "caller_sorts", "compose_fact_sql",
            "cutoff_shape", "distinct_rows", "limit_cutoff"]
 
 # Fact versions with their three names (the Row shape: FACT_COLUMNS + names).
@@ -46,6 +46,12 @@ class FactHead:
 
 
 READS = FactHead.of(SELECT_READ, READ_COLUMNS)
+#: the head of a ``keys_only`` read (chosen by :func:`compose_fact_sql` itself)
+KEYS = FactHead.of("SELECT " + ", ".join("f." + c for c in KEY_COLUMNS) + " FROM facts f", KEY_COLUMNS)
+#: the head of a ``keys_only`` read with ``key_objects`` (no fact_id: a LIMITed
+#: two-branch read of it is ordered by valid_from, rowid)
+KEY_OBJECTS = FactHead("SELECT " + ", ".join("f." + c for c in KEY_OBJECT_COLUMNS) + " FROM facts f",
+                       f"{KEY_OBJECT_COLUMNS.index('valid_from') + 1}, {KEY_OBJECT_COLUMNS.index('rowid') + 1}")
 
 
 def entity_by_key(d: Dialect) -> str:
@@ -70,6 +76,9 @@ def compose_fact_sql(q: FactQuery, fact_head: FactHead, d: Dialect, valid_from_m
     ``q.limit`` rows all start by then uses it so the sort before the LIMIT
     sees only those rows, not all of a busy entity's. ``order=False``: leave
     out the ``ORDER BY`` where :func:`caller_sorts` allows it."""
+    if q.keys_only:
+        # unordered: the caller orders them
+        fact_head, order = KEY_OBJECTS if q.key_objects else KEYS, q.limit is not None
     head, ph, in_ = fact_head.sql, d.ph, d.is_in
     common: list[str] = []
     cparams: list[Any] = []
@@ -91,11 +100,15 @@ def compose_fact_sql(q: FactQuery, fact_head: FactHead, d: Dialect, valid_from_m
     if q.ended_by is not None:
         common.append(f"f.valid_to <= {ph}")
         cparams.append(q.ended_by)
+    if q.entity_objects:
+        common.append("f.object_id IS NOT NULL")
     if q.predicate_key is not None:
         common.append(f"f.predicate_id = (SELECT predicate_id FROM predicate_keys WHERE ns_id = {ph} AND key = {ph})")
         cparams += [q.ns_id, q.predicate_key]
     if q.fact_ids is not None:
         common.append(in_("f.fact_id", q.fact_ids, cparams))
+    if q.rowids is not None:
+        common.append(in_("f.rowid", q.rowids, cparams))
     branches: list[tuple[list[str], list[Any]]] = []
 
     def with_object(where: list[str], params: list[Any]) -> tuple[list[str], list[Any]]:
@@ -145,8 +158,9 @@ def compose_fact_sql(q: FactQuery, fact_head: FactHead, d: Dialect, valid_from_m
     if not parts:
         return f"{head} WHERE {d.false}", []
     if len(parts) > 1:
-        sql = "SELECT * FROM (" + " UNION ALL ".join(parts) + f") AS u ORDER BY {fact_head.union_order}"
-    elif order or not caller_sorts(q):
+        sql = "SELECT * FROM (" + " UNION ALL ".join(parts) + ") AS u" + (
+            f" ORDER BY {fact_head.union_order}" if order or not q.keys_only else "")
+    elif order or not (caller_sorts(q) or q.keys_only):
         # (valid_from, rowid) is the index order of predicate-wide reads:
         # no sort step for them
         sql = parts[0] + " ORDER BY f.valid_from, f.rowid"
@@ -180,8 +194,9 @@ def cutoff_shape(q: FactQuery) -> bool:
     one_subject = q.subject_key is not None if q.subject_ids is None else len(q.subject_ids) == 1
     return not (q.limit is None or q.limit < 1 or not one_subject or q.direction == "in"
                 or q.known_at is not None or q.all_versions or q.overlap is not None or q.ended_by is not None
-                or q.predicate_key is not None or q.fact_ids is not None or q.object_id is not None
-                or q.object_lit is not None)
+                or q.predicate_key is not None or q.fact_ids is not None or q.rowids is not None
+                or q.object_id is not None
+                or q.object_lit is not None or q.keys_only or q.entity_objects)
 
 
 def limit_cutoff(q: FactQuery, execute: Callable[[str, list[Any]], Sequence[Sequence[Any]]],

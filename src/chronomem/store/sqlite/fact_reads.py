@@ -46,7 +46,8 @@ class FactReadsMixin:
             None if q.fact_ids is None else len(q.fact_ids),
             None if q.subject_ids is None else len(q.subject_ids),
             q.object_id is None, q.object_lit is None, q.direction, q.limit is None,
-            q.subject_key is None, q.predicate_key is None, q.ended_by is None,
+            q.subject_key is None, q.predicate_key is None, q.ended_by is None, q.keys_only,
+            q.entity_objects, q.key_objects, None if q.rowids is None else len(q.rowids),
         )
         sql = self._sql_cache.get(shape)
         if sql is None:
@@ -67,7 +68,7 @@ class FactReadsMixin:
             if q.limit is None or not cutoff_shape(q):
                 sql, params = self.read_sql(q)
                 rows: list[tuple[Any, ...]] = self._read_cur.execute(sql, params).fetchall()
-                if len(rows) > 1 and caller_sorts(q):
+                if len(rows) > 1 and caller_sorts(q) and not q.keys_only:
                     rows.sort(key=_READ_ORDER)
                 return rows
             # the cut-off and the read must see one snapshot
@@ -101,6 +102,8 @@ def _query_params(q: FactQuery) -> list[Any]:
         cparams += [q.ns_id, q.predicate_key]
     if q.fact_ids is not None:
         cparams += q.fact_ids
+    if q.rowids is not None:
+        cparams += q.rowids
     out: list[Any] = []
     if q.subject_ids is None and q.subject_key is None:
         out.append(q.ns_id)

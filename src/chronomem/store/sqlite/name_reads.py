@@ -29,8 +29,6 @@ class NameReadsMixin(ABC):
     _name_cache: NameCache
     # predicate id -> display name
     _pred_names: dict[int, str]
-    # the cache of display names (``_name_cache.names``), as the read path returns it
-    _names: dict[int, str]
     # warm-up state: name-key misses, and the namespaces whose keys were loaded
     # (or found too many); display-name misses, and whether names were loaded
     _key_misses: int
@@ -128,7 +126,7 @@ class NameReadsMixin(ABC):
         """Display names of entity ids (cached: a name never changes and ids
         are never reused, see migration 0004). The returned mapping covers at
         least ``ids``."""
-        names = self._names
+        names = self._name_cache.names  # (replaced, never shrunk, by an erasure: NameCache.forget_entity)
         missing = [i for i in ids if i not in names] if ids else []
         if missing:
             with self._lock:

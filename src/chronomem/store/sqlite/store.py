@@ -34,6 +34,7 @@ from ..sql.reads import RowReadsMixin, StoreSQL
 from .episodes import EpisodeStoreMixin
 from .fact_reads import FactReadsMixin
 from .fact_reads import _query_params as _query_params  # re-exported: tests import it from here
+from .health import SQLiteHealthMixin
 from .name_reads import NameReadsMixin
 from .tx import SQLiteTx, _Checkpointer, _in, _split_sql
 
@@ -67,7 +68,7 @@ def _drop(owned: list[Any]) -> None:
             pass
 
 
-class SQLiteStore(FactReadsMixin, NameReadsMixin, RowReadsMixin, EpisodeStoreMixin):
+class SQLiteStore(FactReadsMixin, NameReadsMixin, RowReadsMixin, EpisodeStoreMixin, SQLiteHealthMixin):
     """SQLite implementation of :class:`~chronomem.store.protocol.Store`.
 
     Its fact read path is :class:`~.fact_reads.FactReadsMixin`, its name
@@ -126,8 +127,7 @@ class SQLiteStore(FactReadsMixin, NameReadsMixin, RowReadsMixin, EpisodeStoreMix
         self._read_cur = self._con.cursor()
         # name keys, predicates and display names; its transactions get it too
         self._name_cache = NameCache()
-        # the same caches, read-only keys, as tests inspect them
-        self._names = self._name_cache.names
+        # the same caches, read-only keys, as tests inspect them (and _names)
         self._entity_cache = self._name_cache.entity_keys
         self._sql_cache: dict[tuple[Any, ...], str] = {}
         self._data_version = -1
@@ -144,6 +144,11 @@ class SQLiteStore(FactReadsMixin, NameReadsMixin, RowReadsMixin, EpisodeStoreMix
         self._pred_names: dict[int, str] = {}
         self._migrate()
         _fork.track(self)
+
+    @property
+    def _names(self) -> dict[int, str]:
+        """The display-name cache (an erasure replaces the dict: never keep it)."""
+        return self._name_cache.names
 
     # -- lifecycle ------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
@@ -212,8 +217,16 @@ class SQLiteStore(FactReadsMixin, NameReadsMixin, RowReadsMixin, EpisodeStoreMix
         self._lock = threading.RLock()
 
     def _migrate(self) -> None:
+        """Apply the migrations this file lacks. An up-to-date file is checked
+        with a plain read (WAL: it never waits on a writer), so opening it
+        takes no write lock; the lock is taken only when there is something to
+        apply, and the check is then repeated under it (another process may
+        have applied them meanwhile)."""
         migrations = load_migrations("sqlite")
+        latest = max(n for n, _, _ in migrations)
         with self._lock:
+            if not self._pending(self._applied(), migrations, latest):
+                return
             con = self._con
             self._begin_immediate()
             try:
@@ -221,16 +234,8 @@ class SQLiteStore(FactReadsMixin, NameReadsMixin, RowReadsMixin, EpisodeStoreMix
                     "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
                     "name TEXT NOT NULL, applied_at INTEGER NOT NULL)"
                 )
-                done = {v for (v,) in con.execute("SELECT version FROM schema_migrations")}
-                latest = max(n for n, _, _ in migrations)
-                if done and max(done) > latest:
-                    raise SchemaVersionError(
-                        f"database schema version {max(done)} is newer than this chronomem ({latest}); "
-                        "upgrade chronomem"
-                    )
-                for number, name, sql in migrations:
-                    if number in done:
-                        continue
+                done = self._applied() or set()
+                for number, name, sql in self._pending(done, migrations, latest):
                     log.info("applying migration %s", name)
                     for statement in _split_sql(sql):
                         con.execute(statement)
@@ -242,6 +247,29 @@ class SQLiteStore(FactReadsMixin, NameReadsMixin, RowReadsMixin, EpisodeStoreMix
             except BaseException:
                 con.execute("ROLLBACK")
                 raise
+
+    def _applied(self) -> set[int] | None:
+        """The migrations this file records (``None``: no table yet), read
+        without a lock."""
+        try:
+            return {v for (v,) in self._con.execute("SELECT version FROM schema_migrations")}
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return None
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise StoreLockedError(f"database is locked by another writer: {exc}") from None
+            raise StoreError(str(exc)) from None
+
+    @staticmethod
+    def _pending(done: set[int] | None, migrations: Sequence[tuple[int, str, str]],
+                 latest: int) -> list[tuple[int, str, str]]:
+        """The migrations not in ``done`` (every one when ``done`` is ``None``);
+        :class:`SchemaVersionError` for a file newer than this chronomem."""
+        if done and max(done) > latest:
+            raise SchemaVersionError(
+                f"database schema version {max(done)} is newer than this chronomem ({latest}); upgrade chronomem"
+            )
+        return [m for m in migrations if done is None or m[0] not in done]
 
     def schema_version(self) -> int:
         row = self._con.execute("SELECT max(version) FROM schema_migrations").fetchone()

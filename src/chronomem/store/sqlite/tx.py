@@ -185,7 +185,8 @@ class _Checkpointer:
     """Copies the WAL into the database file from a background thread.
 
     Runs ``PRAGMA wal_checkpoint(PASSIVE)`` (never blocks writers) every
-    ``interval`` seconds, and ``TRUNCATE`` on stop. Commits therefore never
+    ``interval`` seconds, and ``TRUNCATE`` on stop (skipped if a writer holds
+    the lock: a close never waits). Commits therefore never
     pay for the checkpoint's fsync.
 
     Once the store has gone quiet (no new WAL frames since the last look) and
@@ -234,7 +235,9 @@ class _Checkpointer:
                     log.debug("checkpoint skipped: %s", exc)
             if self._final:
                 try:
-                    con.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
+                    # no busy wait: a TRUNCATE waits for a writer's whole transaction,
+                    # so closing a reader during a bulk load would wait for the load
+                    # (the writer's own close empties the WAL then)
                     con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
                 except sqlite3.Error as exc:  # pragma: no cover
                     log.debug("final checkpoint skipped: %s", exc)
