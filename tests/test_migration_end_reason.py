@@ -20,7 +20,6 @@ migration); the public API then reads typed causes.
 from __future__ import annotations
 
 import sqlite3
-import uuid
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -29,9 +28,8 @@ import pytest
 
 import chronomem
 from chronomem import CloseKind, FakeClock, Memory
-from chronomem.store.migrations import load_migrations
 from chronomem.store.postgres.store import split_schema
-from conftest import pg_test_url
+from old_schema import postgres_at, sqlite_at
 
 MAX = 9223372036854775807
 Y2015, Y2019, Y2020, Y2022, Y2023, Y2023_05 = (
@@ -100,42 +98,13 @@ def _rows_at_0004() -> list[str]:
 
 
 def _sqlite_at_0004(tmp_path: Path) -> str:
-    path = tmp_path / "old.db"
-    con = sqlite3.connect(path)
-    con.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
-                "applied_at INTEGER NOT NULL)")
-    for number, name, sql in load_migrations("sqlite"):
-        if number <= 4:
-            con.executescript(sql)
-            con.execute("INSERT INTO schema_migrations VALUES (?, ?, 0)", (number, name))
-    for statement in _rows_at_0004():
-        con.execute(statement)
-    con.commit()
-    con.close()
-    return str(path)
+    return sqlite_at(tmp_path / "old.db", 4, _rows_at_0004())
 
 
 @pytest.fixture
 def pg_at_0004() -> Iterator[str]:
-    schema = "t_e05_" + uuid.uuid4().hex[:12]
-    url = f"{pg_test_url()}{'&' if '?' in pg_test_url() else '?'}schema={schema}"
-    conninfo, _ = split_schema(url)
-    with psycopg.connect(conninfo, autocommit=True) as con:
-        con.execute(f'CREATE SCHEMA "{schema}"')
-    try:
-        with psycopg.connect(conninfo, autocommit=True, options=f"-c search_path={schema},public") as con:
-            con.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
-                        "applied_at BIGINT NOT NULL)")
-            for number, name, sql in load_migrations("postgres"):
-                if number <= 4:
-                    con.execute(sql)
-                    con.execute("INSERT INTO schema_migrations VALUES (%s, %s, 0)", (number, name))
-            for statement in _rows_at_0004():
-                con.execute(statement)
+    with postgres_at(4, _rows_at_0004()) as url:
         yield url
-    finally:
-        with psycopg.connect(conninfo, autocommit=True) as con:
-            con.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 def _versions(mem: Memory, fact_id: str) -> list[tuple[Any, ...]]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import sqlite3
-import uuid
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -24,9 +23,8 @@ import pytest
 
 import chronomem
 from chronomem import FakeClock, Memory
-from chronomem.store.migrations import load_migrations
 from chronomem.store.postgres.store import split_schema
-from conftest import pg_test_url
+from old_schema import postgres_at, sqlite_at
 
 UTC = _dt.timezone.utc
 MAR01, MAR04, MAR10 = 1709283600000000, 1709542800000000, 1710061200000000  # 09:00 UTC each
@@ -45,42 +43,13 @@ def _rows() -> list[str]:
 
 
 def _sqlite_at_0005(tmp_path: Path) -> str:
-    path = tmp_path / "old.db"
-    con = sqlite3.connect(path)
-    con.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
-                "applied_at INTEGER NOT NULL)")
-    for number, name, sql in load_migrations("sqlite"):
-        if number < 6:
-            con.executescript(sql)
-            con.execute("INSERT INTO schema_migrations VALUES (?, ?, 0)", (number, name))
-    for statement in _rows():
-        con.execute(statement)
-    con.commit()
-    con.close()
-    return str(path)
+    return sqlite_at(tmp_path / "old.db", 5, _rows())
 
 
 @pytest.fixture
 def pg_at_0005() -> Iterator[str]:
-    schema = "t_e06_" + uuid.uuid4().hex[:12]
-    url = f"{pg_test_url()}{'&' if '?' in pg_test_url() else '?'}schema={schema}"
-    conninfo, _ = split_schema(url)
-    with psycopg.connect(conninfo, autocommit=True) as con:
-        con.execute(f'CREATE SCHEMA "{schema}"')
-    try:
-        with psycopg.connect(conninfo, autocommit=True, options=f"-c search_path={schema},public") as con:
-            con.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
-                        "applied_at BIGINT NOT NULL)")
-            for number, name, sql in load_migrations("postgres"):
-                if number < 6:
-                    con.execute(sql)
-                    con.execute("INSERT INTO schema_migrations VALUES (%s, %s, 0)", (number, name))
-            for statement in _rows():
-                con.execute(statement)
+    with postgres_at(5, _rows()) as url:
         yield url
-    finally:
-        with psycopg.connect(conninfo, autocommit=True) as con:
-            con.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 def _check_upgraded(mem: Memory) -> None:
