@@ -166,7 +166,10 @@ class FactReads:
         # one branch is ordered (valid_from, rowid): its rows are named by rowid (no
         # fact id read); a two-branch read is ordered (valid_from, fact_id, version)
         one_branch = q.direction != "both" or (q.subject_ids is None and q.subject_key is None)
-        keys = self.rows(dataclasses.replace(q, keys_only=True, key_objects=one_branch))[offset:]
+        # the store skips the rows before the page (SQL OFFSET on the narrow read)
+        assert q.limit is not None
+        keys = self.rows(dataclasses.replace(q, keys_only=True, key_objects=one_branch, limit=q.limit - offset,
+                                             offset=offset))
         if not keys:
             return []
         if one_branch:

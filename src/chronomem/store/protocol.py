@@ -117,6 +117,8 @@ class FactQuery:
     rowids: Sequence[int] | None = None
     # only facts whose object is an entity (no literal): a graph's edges
     entity_objects: bool = False
+    # skip this many rows of a LIMITed read, in the store (a deep page's narrow walk)
+    offset: int = 0
 
 
 @dataclass(frozen=True)

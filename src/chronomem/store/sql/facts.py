@@ -169,6 +169,9 @@ def compose_fact_sql(q: FactQuery, fact_head: FactHead, d: Dialect, valid_from_m
     if q.limit is not None:
         sql += f" LIMIT {ph}"
         all_params.append(q.limit)
+        if q.offset:
+            sql += f" OFFSET {ph}"
+            all_params.append(q.offset)
     return sql, all_params
 
 
@@ -196,7 +199,7 @@ def cutoff_shape(q: FactQuery) -> bool:
                 or q.known_at is not None or q.all_versions or q.overlap is not None or q.ended_by is not None
                 or q.predicate_key is not None or q.fact_ids is not None or q.rowids is not None
                 or q.object_id is not None
-                or q.object_lit is not None or q.keys_only or q.entity_objects)
+                or q.object_lit is not None or q.keys_only or q.entity_objects or q.offset != 0)
 
 
 def limit_cutoff(q: FactQuery, execute: Callable[[str, list[Any]], Sequence[Sequence[Any]]],

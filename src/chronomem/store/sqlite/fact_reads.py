@@ -38,7 +38,7 @@ class FactReadsMixin:
 
     def read_sql(self, q: FactQuery) -> tuple[str, list[Any]]:
         """The SQL and parameters :meth:`query_tuples` runs for ``q``."""
-        if q.object_in is not None:  # its lists' lengths vary from read to read: not worth a cache slot
+        if q.object_in is not None or q.offset:  # rare shapes (lists of varying length, deep pages): no cache slot
             return self._compose_sql(q)
         # The SQL text depends only on the query's shape: build it once per shape.
         shape = (
