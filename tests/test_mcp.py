@@ -14,7 +14,8 @@ import pytest
 pytest.importorskip("mcp")
 
 from mcp import Client  # noqa: E402
-from mcp.types import CallToolResult  # noqa: E402
+from mcp.shared.exceptions import MCPError  # noqa: E402
+from mcp.types import INVALID_PARAMS, CallToolResult  # noqa: E402
 
 import chronomem  # noqa: E402
 from chronomem import FakeClock, Memory  # noqa: E402
@@ -104,10 +105,13 @@ def test_tool_schemas_match_memory_signatures(mem: Memory) -> None:
         assert props == expected, f"{tool.name}: {sorted(props ^ expected)}"
         method_required = {n for n, p in params.items() if p.default is p.empty} - omitted
         assert required == method_required, f"{tool.name}: required {required} != {method_required}"
+        # descriptions are optional per parameter (the listing must stay small), types are not
         for name, prop in schema.get("properties", {}).items():
-            assert prop.get("description"), f"{tool.name}.{name} has no description"
-            assert prop.get("examples"), f"{tool.name}.{name} has no example"
+            assert prop.get("type"), f"{tool.name}.{name} has no type"
+            assert "title" not in prop, f"{tool.name}.{name} repeats its name as a title"
+        assert schema.get("additionalProperties") is False, tool.name
         assert tool.description and len(tool.description) > 40
+        assert "\n" not in tool.description and "  " not in tool.description, "source indentation leaked"
 
 
 # -- writes --------------------------------------------------------------------
@@ -256,16 +260,19 @@ def test_timeline_and_entity_resource(mem: Memory) -> None:
     assert ok(call(mem, "timeline", {"entity": "Acme", "start": "2021", "end": "today"}))["events"] == []
     assert "no entity named 'Nobody'" in err(call(mem, "timeline", {"entity": "Nobody"}))
 
-    async def body(c: Client) -> tuple[str, str, str]:
+    async def body(c: Client) -> tuple[str, str, MCPError]:
         a = await c.read_resource("chronomem://entity/Acme")
         b = await c.read_resource("chronomem://stats")
-        n = await c.read_resource("chronomem://entity/Nobody%20Here")
-        return a.contents[0].text, b.contents[0].text, n.contents[0].text  # type: ignore[union-attr]
+        with pytest.raises(MCPError) as missing:
+            await c.read_resource("chronomem://entity/Nobody%20Here")
+        return a.contents[0].text, b.contents[0].text, missing.value  # type: ignore[union-attr]
 
     entity, stats, missing = run(mem, body)
     assert "started: Acme -ceo-> Alice" in entity
     assert stats.startswith("namespace default: 2 entities, 1 facts (1 current")
-    assert "no entity named 'Nobody Here'" in missing
+    # a missing resource is the protocol error -32602 (invalid params), not successful content
+    assert missing.code == INVALID_PARAMS and "no entity named 'Nobody Here'" in missing.message
+    assert missing.data == {"uri": "chronomem://entity/Nobody%20Here"}
 
 
 def test_diff_on_both_axes(mem: Memory) -> None:
@@ -319,6 +326,13 @@ def test_stats(mem: Memory) -> None:
     assert "unknown argument(s) 'verbose'" in err(call(mem, "stats", {"verbose": True}))
 
 
-def test_unknown_tool_is_an_error(mem: Memory) -> None:
-    r = call(mem, "forget_everything", {})
-    assert r.is_error and "forget_everything" in text(r)
+def test_unknown_tool_is_a_protocol_error(mem: Memory) -> None:
+    """The specification answers an unknown tool with JSON-RPC -32602, not an isError result."""
+    async def body(c: Client) -> pytest.ExceptionInfo[MCPError]:
+        with pytest.raises(MCPError) as exc:
+            await c.call_tool("forget_everything", {})
+        return exc
+
+    exc = run(mem, body)
+    assert exc.value.code == INVALID_PARAMS
+    assert "forget_everything" in exc.value.message and "fact_add" in exc.value.message

@@ -164,7 +164,8 @@ def test_stdio_stdout_carries_only_jsonrpc(tmp_path: Path) -> None:
     assert responses[3]["result"]["isError"] is False
     assert responses[4]["result"]["isError"] is True
     assert "missing required argument 'predicate'" in responses[4]["result"]["content"][0]["text"]
-    assert responses[5]["result"]["isError"] is True
+    assert responses[5]["error"]["code"] == -32602  # an unknown tool is a protocol error
+    assert "no_such_tool" in responses[5]["error"]["message"]
     assert "started" in responses[6]["result"]["contents"][0]["text"] or "recorded" in \
         responses[6]["result"]["contents"][0]["text"]
     assert b"DEBUG" in err or b"INFO" in err  # -vv logging went to stderr

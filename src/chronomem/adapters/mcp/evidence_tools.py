@@ -24,18 +24,7 @@ from ...core.paging import HIT_FACTS
 from ...errors import ChronomemError, InvalidInputError, InvalidIntervalError, InvalidTimeError, LimitExceededError
 from ...memory import Memory
 from ...service.evidence import MAX_EPISODE_CHARS, Episode, Hit
-from .fact_tools import (
-    _TIME_HELP,
-    KnownAt,
-    Literal_,
-    ObjectValue,
-    Predicate,
-    Properties,
-    Subject,
-    Supersede,
-    _Call,
-    make_tool,
-)
+from .fact_tools import Confidence, KnownAt, _Call, make_tool
 from .results import compact_fact
 
 __all__ = ["EXTRAS", "WRAPS", "RememberFact", "compact_episode", "hit_render", "register"]
@@ -44,10 +33,11 @@ log = logging.getLogger("chronomem.mcp")
 
 #: tool name -> (Memory method, method parameters the tool does not expose).
 #: ``remember`` wraps ``add_episode`` with its ``facts`` (one transaction; the
-#: server clock sets ``recorded_at``); ``search`` keeps the default search
+#: server clock sets ``recorded_at``; secrets are always redacted, an agent
+#: cannot opt out with ``keep_secrets``); ``search`` keeps the default search
 #: configuration.
 WRAPS: dict[str, tuple[str, frozenset[str]]] = {
-    "remember": ("add_episode", frozenset({"recorded_at"})),
+    "remember": ("add_episode", frozenset({"recorded_at", "keep_secrets"})),
     "recall": ("recall", frozenset()),
     "search": ("search", frozenset({"config"})),
 }
@@ -58,72 +48,45 @@ EXTRAS: dict[str, frozenset[str]] = {}
 _TEXT_PREVIEW = 160
 
 
-def _th(desc: str) -> str:
-    return f"{desc} {_TIME_HELP}"
-
-
 class RememberFact(BaseModel):
-    """One fact extracted from the episode; it cites the episode automatically."""
+    """A fact the episode states (it cites the episode). Its fields mean what
+    they mean in ``fact_add``, where the listing describes them once."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=lambda schema: schema.pop("description", None))
 
-    subject: Subject
-    predicate: Predicate
-    object: ObjectValue
-    valid_from: Annotated[str | None, Field(
-        description=_th("When the fact started being true (omit if unknown)."), examples=["2024-03"])] = None
-    valid_to: Annotated[str | None, Field(
-        description=_th("Exclusive end (omit while still true)."), examples=["2025-01-15"])] = None
-    confidence: Annotated[float, Field(description="How sure the source is, 0..1.", ge=0.0, le=1.0,
-                                       examples=[0.8])] = 1.0
-    properties: Properties = None
-    supersede: Supersede = None
-    literal: Literal_ = False
+    subject: str
+    predicate: str
+    object: str | int | float | bool
+    valid_from: str | None = None
+    valid_to: str | None = None
+    confidence: Confidence = 1.0
+    properties: dict[str, Any] | None = None
+    supersede: bool | None = None
+    literal: bool = False
 
 
 EpisodeText = Annotated[str, Field(
-    description=f"The evidence, verbatim: a conversation turn, a note, a decision and its reasons (at most "
-                f"{MAX_EPISODE_CHARS} characters; split longer material into several calls).",
-    examples=["Dana: we moved the design review to Friday the 12th because Bob is out on the 10th."])]
+    description=f"Verbatim, at most {MAX_EPISODE_CHARS} characters.")]
 OccurredAt = Annotated[str | None, Field(
-    description=_th("When it was said or happened (omit if unknown). Time phrases in the text are resolved "
-                    "against it."), examples=["yesterday"])]
-EpSource = Annotated[str | None, Field(description="Where the evidence came from (a URL, a file, 'user said'); "
-                                                   "also the source of its facts.", examples=["standup notes"])]
-EpSession = Annotated[str | None, Field(description="Conversation or thread id, to group turns.",
-                                        examples=["planning-2026-11"])]
-Speaker = Annotated[str | None, Field(description="Who said it.", examples=["Dana"])]
-Metadata = Annotated[dict[str, Any] | None, Field(description="Extra JSON data stored with the episode "
-                                                              "('title', 'tags' and 'summary' are searchable).",
-                                                  examples=[{"title": "design review"}])]
+    description="When it was said; time phrases in the text resolve against it.")]
+EpSource = Annotated[str | None, Field(description="Also its facts' source.")]
+EpSession = Annotated[str | None, Field(description="Conversation or thread id.")]
+Speaker = str | None
+Metadata = Annotated[dict[str, Any] | None, Field(
+    description="'title', 'tags' and 'summary' are searchable.")]
 Facts = Annotated[list[RememberFact], Field(
-    description="Facts stated by this evidence, each recorded like `fact_add` with episode_id set to the new "
-                "episode. Every fact is checked before anything is written: one bad fact stores nothing.",
-    examples=[[{"subject": "design review", "predicate": "scheduled_on", "object": "2026-12-12",
-                "literal": True, "valid_from": "today"}]])]
-Question = Annotated[str, Field(description="The question you are about to answer, in plain words; entity "
-                                            "names in it select their facts.",
-                                examples=["Who leads the platform team and what did we decide about Postgres?"])]
-At = Annotated[str | None, Field(description=_th("Answer as of this time: facts valid then and evidence said "
-                                                 "by then (default now)."), examples=["last March"])]
-Budget = Annotated[int, Field(description="Token budget of the packed text (about 4 characters per token).",
-                              ge=1, le=100_000, examples=[1500])]
-Query = Annotated[str, Field(description="What to look for, in words (keywords or a question).",
-                             examples=["design review date"])]
-K = Annotated[int, Field(description="At most this many hits.", ge=1, le=1000, examples=[10])]
+    description="As in fact_add; one bad fact stores nothing.")]
+Question = Annotated[str, Field(description="In plain words; entity names in it select facts.")]
+At = Annotated[str | None, Field(description="Answer as of this time.")]
+Budget = Annotated[int, Field(ge=1, le=100_000)]
+Query = Annotated[str, Field(description="Keywords or a question.")]
+K = Annotated[int, Field(ge=1, le=1000)]
 ViewArg = Annotated[Literal["as_world", "as_recorded", "raw"], Field(
-    description="'as_world': what was said or happened by `at` and still held then (skips evidence a later "
-                "episode superseded by `at`, or whose facts had all ended by `at`); 'as_recorded': everything the "
-                "memory had stored by `at`, superseded or not (audit); 'raw': every episode.",
-    examples=["as_world"])]
-SearchAt = Annotated[str | None, Field(description=_th("The time the view is taken at (default now)."),
-                                       examples=["2026-06"])]
-SearchSession = Annotated[str | None, Field(description="Only episodes of this session.",
-                                            examples=["planning-2026-11"])]
-Since = Annotated[str | None, Field(description=_th("Only episodes that occurred at or after this time."),
-                                    examples=["last month"])]
-Until = Annotated[str | None, Field(description=_th("Only episodes that occurred before this time."),
-                                    examples=["today"])]
+    description="as_world: still standing at `at`; as_recorded: all stored by `at`; raw: all.")]
+SearchAt = str | None
+SearchSession = str | None
+Since = Annotated[str | None, Field(description="Occurred at or after.")]
+Until = Annotated[str | None, Field(description="Occurred before.")]
 
 
 def _iso(dt: _dt.datetime | None) -> str | None:
@@ -242,7 +205,7 @@ def register(server: MCPServer[Any], mem: Memory) -> None:
     """Register the evidence tools on ``server``, bound to ``mem``."""
     tool = make_tool(server)
 
-    @tool("remember", "Remember evidence (and its facts)", read_only=False)
+    @tool("remember", "Remember evidence", read_only=False)
     def remember(
         text: EpisodeText,
         facts: Facts = [],  # noqa: B006 - pydantic copies defaults
@@ -252,12 +215,8 @@ def register(server: MCPServer[Any], mem: Memory) -> None:
         speaker: Speaker = None,
         metadata: Metadata = None,
     ) -> CallToolResult:
-        """Store a piece of evidence verbatim (a conversation turn, a note, a decision with its reasons) and,
-        in the same call, the stable facts it states; each fact cites the new episode id.
-
-        Use it instead of fact_add when the wording matters or may be needed later to justify an answer.
-        Every fact is validated before anything is written. Returns the episode id [bracketed] and one
-        line per recorded fact."""
+        """Store evidence verbatim (a turn, a note, a decision and why) with the facts it states,
+        each citing the episode; prefer it to fact_add when the wording matters."""
         call = _Call(mem)
         if not text.strip():
             raise InvalidInputError("episode text must be a non-empty string")
@@ -277,13 +236,11 @@ def register(server: MCPServer[Any], mem: Memory) -> None:
         return call.result(lines, {"episode": compact_episode(ep, mem.tz),
                                    "facts": [compact_fact(f) for f in recorded]})
 
-    @tool("recall", "Recall what the memory knows", read_only=True, idempotent=True)
+    @tool("recall", "Recall", read_only=True, idempotent=True)
     def recall(question: Question, at: At = None, known_at: KnownAt = None,
                budget_tokens: Budget = 1500) -> CallToolResult:
-        """Everything the memory knows for a question, packed for your prompt: the facts about the entities it
-        names (valid at `at`, default now), what used to be true about them (marked "Earlier", with what ended
-        it), then the evidence episodes that best match, each with a citation id in [brackets]. Call this
-        before answering anything about past decisions, people or project state, and cite the ids you use."""
+        """What the memory knows for a question, packed for your prompt: current facts about
+        the entities it names, earlier ones, then the best evidence, each with an [id] to cite."""
         call = _Call(mem)
         r = mem.recall(question, at=call.time("at", at), known_at=call.time("known_at", known_at),
                        budget_tokens=budget_tokens)
@@ -305,9 +262,8 @@ def register(server: MCPServer[Any], mem: Memory) -> None:
         since: Since = None,
         until: Until = None,
     ) -> CallToolResult:
-        """Hybrid (keyword + meaning) search over the stored evidence episodes, best first, with why each ranks
-        (bm25 / dense ranks) and the facts each supports, flagged current or history (ended, superseded by ...).
-        Prefer `recall` to answer a question; use search to dig for specific evidence. Cite hits by [id]."""
+        """Hybrid keyword + meaning search over evidence, with ranks and the facts each hit
+        supports. Prefer `recall` to answer."""
         call = _Call(mem)
         hits = mem.search(query, k=k, view=view, at=call.time("at", at), known_at=call.time("known_at", known_at),
                           session=session, since=call.time("since", since), until=call.time("until", until))

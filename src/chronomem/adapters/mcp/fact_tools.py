@@ -12,6 +12,7 @@ signatures agree. Other tool groups (evidence memory: ``remember``,
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 from typing import Annotated, Any, Callable, Literal, Protocol, TypeVar
 
@@ -39,6 +40,7 @@ from .results import (
     times_block,
     unexpected_text,
 )
+from .schema import compact
 
 __all__ = ["EXTRAS", "WRAPS", "make_tool", "register"]
 
@@ -65,72 +67,37 @@ WRAPS: dict[str, tuple[str, frozenset[str]]] = {
 #: tool name -> tool parameters the wrapped method does not have
 EXTRAS: dict[str, frozenset[str]] = {}
 
-_TIME_HELP = (
-    "ISO-8601 date or datetime ('2024', '2024-03', '2024-03-05', '2024-03-05T10:30:00Z') or a relative "
-    "phrase resolved against the server clock ('now', 'today', 'yesterday', '3 days ago', 'last week', "
-    "'last March', 'March 2024'); the resolved value is echoed back."
-)
-
-# -- parameter types (descriptions and examples land in the JSON schema) ------
-Subject = Annotated[str, Field(description="The entity the fact is about (a name or an alias).",
-                               examples=["Acme", "Alice"])]
-Predicate = Annotated[str, Field(description="The relation, e.g. 'ceo', 'works_at', 'lives_in', 'status'.",
-                                 examples=["ceo", "works_at"])]
-ObjectValue = Annotated[
-    str | int | float | bool,
-    Field(description="The value: a string names an entity (created if new) unless literal=true; numbers and "
-                      "booleans are stored as literal values.", examples=["Alice", 42, "blue"]),
-]
-OptSubject = Annotated[str | None, Field(description="Only facts about this entity (name or alias).",
-                                         examples=["Acme"])]
-OptPredicate = Annotated[str | None, Field(description="Only facts with this predicate.", examples=["ceo"])]
-OptObject = Annotated[
-    str | int | float | bool | None,
-    Field(description="Only facts with this object (entity name or literal value).", examples=["Alice"]),
-]
-FactId = Annotated[str, Field(description="The fact id, as shown in brackets at the end of each fact line.",
-                              examples=["01JD3Q9W8ZP6M2X4T7R5V0K1N8"])]
-
-
-def _th(desc: str) -> str:
-    return f"{desc} {_TIME_HELP}"
-
-
-ValidFrom = Annotated[str | None, Field(
-    description=_th("When the fact started being true in the world (omit if unknown)."), examples=["2024-03"])]
-ValidTo = Annotated[str | None, Field(
-    description=_th("When it stopped being true; exclusive end (omit while still true)."), examples=["2025-01-15"])]
-Ended = Annotated[str | None, Field(
-    description=_th("When the fact stopped being true (default: now)."), examples=["yesterday"])]
-AsOf = Annotated[str | None, Field(
-    description=_th("Valid-time point: only facts true at this time (omit for all of history, each flagged "
-                    "current)."), examples=["last March"])]
-KnownAt = Annotated[str | None, Field(
-    description=_th("System-time point: what the memory believed at this time (omit for what it believes now)."),
-    examples=["2025-06-01"])]
-Start = Annotated[str | None, Field(description=_th("Only events at or after this time."), examples=["2024"])]
-End = Annotated[str | None, Field(description=_th("Only events before this time."), examples=["today"])]
-T1 = Annotated[str, Field(description=f"The earlier time. {_TIME_HELP}", examples=["last month"])]
-T2 = Annotated[str, Field(description=f"The later time. {_TIME_HELP}", examples=["today"])]
-Confidence = Annotated[float, Field(description="How sure the source is, 0..1.", ge=0.0, le=1.0, examples=[0.8])]
-Source = Annotated[str | None, Field(description="Where this came from (a URL, a file, 'user said'), kept as "
-                                                 "evidence.", examples=["meeting notes 2024-03-05"])]
-EpisodeId = Annotated[str | None, Field(description="Id of the conversation or evidence episode this fact was "
-                                                    "extracted from, to cite it later.", examples=["ep-42"])]
-Properties = Annotated[dict[str, Any] | None, Field(description="Extra key/value data stored with the fact.",
-                                                    examples=[{"team": "platform"}])]
+# -- parameter types (their descriptions land in the JSON schema) -------------
+# Kept short, and left out where the name says it: the whole tools/list must
+# fit a context window. What every time argument accepts, how entities are
+# named and how paging works, the server instructions say once.
+Subject = str
+Predicate = Annotated[str, Field(description="Relation, e.g. 'ceo', 'works_at'.")]
+ObjectValue = Annotated[str | int | float | bool, Field(
+    description="Entity name, or a literal: number, boolean, string with literal=true.")]
+OptSubject = str | None
+OptPredicate = str | None
+OptObject = str | int | float | bool | None
+FactId = str
+ValidFrom = str | None
+ValidTo = str | None
+Ended = Annotated[str | None, Field(description="Default now.")]
+AsOf = Annotated[str | None, Field(description="Only facts true then.")]
+KnownAt = str | None
+Start = str | None
+End = str | None
+T1 = str
+T2 = str
+Confidence = Annotated[float, Field(ge=0.0, le=1.0)]
+Source = str | None
+EpisodeId = Annotated[str | None, Field(description="Id of the episode it came from.")]
+Properties = dict[str, Any] | None
 Supersede = Annotated[bool | None, Field(
-    description="true: this new value closes any other value of (subject, predicate) where it starts; "
-                "false: keep both; omit to follow the predicate's cardinality ('one' supersedes).",
-    examples=[True])]
-Literal_ = Annotated[bool, Field(description="Store a string object as a literal value instead of an entity name.",
-                                 examples=[False])]
-Reason = Annotated[str | None, Field(description="Why, kept in the history.", examples=["left the company"])]
-Limit = Annotated[int, Field(
-    description=f"At most this many items (a page; 1 to {MAX_PAGE_SIZE}). When more follow, the answer's `next` "
-                "is the offset to pass for the next page.", ge=1, le=MAX_PAGE_SIZE, examples=[20])]
-Offset = Annotated[int, Field(description="Skip this many items first (the previous answer's `next`).", ge=0,
-                              le=MAX_OFFSET, examples=[0])]
+    description="End other values of (subject, predicate); default: per cardinality.")]
+Literal_ = bool
+Reason = str | None
+Limit = Annotated[int, Field(ge=1, le=MAX_PAGE_SIZE)]
+Offset = Annotated[int, Field(ge=0, le=MAX_OFFSET)]
 
 
 F = TypeVar("F", bound=Callable[..., CallToolResult])
@@ -183,6 +150,11 @@ def _guarded(name: str, fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def _one_paragraph(doc: str | None) -> str:
+    """A docstring as listed: dedented, its lines joined (no source indentation)."""
+    return " ".join(inspect.cleandoc(doc or "").split())
+
+
 class _ToolDeco(Protocol):
     def __call__(self, name: str, title: str, *, read_only: bool, idempotent: bool = False,
                  destructive: bool = False) -> Callable[[F], F]: ...
@@ -197,12 +169,15 @@ def make_tool(server: MCPServer[Any]) -> _ToolDeco:
              destructive: bool = False) -> Callable[[F], F]:
         def deco(fn: F) -> F:
             server.add_tool(
-                _guarded(name, fn), name=name, title=title, description=fn.__doc__,
-                annotations=ToolAnnotations(
-                    title=title, read_only_hint=read_only, idempotent_hint=idempotent,
+                _guarded(name, fn), name=name, title=title, description=_one_paragraph(fn.__doc__),
+                annotations=ToolAnnotations(  # the title is the tool's own, not repeated here
+                    read_only_hint=read_only, idempotent_hint=idempotent,
                     destructive_hint=destructive, open_world_hint=False,
                 ),
             )
+            registered = server._tool_manager.get_tool(name)  # the SDK has no public hook for the schema
+            assert registered is not None
+            registered.parameters = compact(registered.parameters)
             return fn
 
         return deco
@@ -228,12 +203,8 @@ def register(server: MCPServer[Any], mem: Memory) -> None:
         supersede: Supersede = None,
         literal: Literal_ = False,
     ) -> CallToolResult:
-        """Record that `subject -predicate-> object` is true during [valid_from, valid_to).
-
-        Use it for durable facts (who holds a role, where something lives, a decision and its status).
-        Re-adding a known fact never duplicates it. For a single-valued predicate (see predicate_define) the
-        new value closes the old one where it starts, so 'Acme ceo Bob from 2025' ends 'Acme ceo Alice'.
-        Returns the stored fact line: subject -predicate-> object [from, to) (current) [fact id]."""
+        """Record `subject -predicate-> object`, true in [valid_from, valid_to). Re-adding never
+        duplicates; on a single-valued predicate the new value ends the old."""
         call = _Call(mem)
         f = mem.add_fact(
             subject, predicate, object, call.time("valid_from", valid_from), call.time("valid_to", valid_to),
@@ -251,40 +222,28 @@ def register(server: MCPServer[Any], mem: Memory) -> None:
         reason: Reason = None,
         literal: Literal_ = False,
     ) -> CallToolResult:
-        """The world changed: `subject -predicate-> object` stopped being true at `ended` (default now).
-
-        The fact stays in history with its end date. It is an error if no such fact is valid at `ended`:
-        call `facts` first to see what is recorded. If it was never true (a mistake), use fact_retract."""
+        """The fact stopped being true at `ended` (history keeps it). Never true? Use fact_retract."""
         call = _Call(mem)
         f = mem.invalidate(subject, predicate, object, call.time("ended", ended), reason=reason, literal=literal)
         return call.result([f"ended: {f.line()}"], {"fact": compact_fact(f)})
 
-    @tool("fact_correct", "Correct a fact record", read_only=False)
+    @tool("fact_correct", "Correct a fact", read_only=False)
     def fact_correct(
         fact_id: FactId,
-        subject: Annotated[str | None, Field(description="New subject.", examples=["Acme Corp"])] = None,
-        predicate: Annotated[str | None, Field(description="New predicate.", examples=["cto"])] = None,
-        object: Annotated[str | int | float | bool | None,
-                          Field(description="New object.", examples=["Alice"])] = None,
-        valid_from: Annotated[str | None, Field(
-            description=f"New start; 'unknown' clears it. {_TIME_HELP}", examples=["2024-02"])] = None,
-        valid_to: Annotated[str | None, Field(
-            description=f"New exclusive end; 'open' clears it (still true). {_TIME_HELP}",
-            examples=["open"])] = None,
-        confidence: Annotated[float | None, Field(description="New confidence, 0..1.", ge=0.0, le=1.0,
-                                                  examples=[0.9])] = None,
-        source: Annotated[str | None, Field(description="New source.", examples=["board minutes"])] = None,
-        episode_id: Annotated[str | None, Field(description="New episode id.", examples=["ep-43"])] = None,
-        properties: Annotated[dict[str, Any] | None, Field(description="New properties (replace the old).",
-                                                            examples=[{"team": "infra"}])] = None,
-        literal: Annotated[bool | None, Field(description="Whether the object is a literal value.",
-                                               examples=[True])] = None,
+        subject: str | None = None,
+        predicate: str | None = None,
+        object: str | int | float | bool | None = None,
+        valid_from: Annotated[str | None, Field(description="New start time; 'unknown' clears it.")] = None,
+        valid_to: Annotated[str | None, Field(description="New end time; 'open' clears it.")] = None,
+        confidence: Annotated[float | None, Field(ge=0.0, le=1.0)] = None,
+        source: str | None = None,
+        episode_id: str | None = None,
+        properties: dict[str, Any] | None = None,
+        literal: bool | None = None,
         reason: Reason = None,
     ) -> CallToolResult:
-        """The record was wrong (a typo, a wrong date): write a corrected version of fact `fact_id`.
-
-        Pass only the fields to change. The old version stays visible with known_at (audit trail).
-        If the world changed instead, use fact_add / fact_invalidate; if it was never true, fact_retract."""
+        """The record was wrong (a typo, a date): correct fact `fact_id`, passing only the fields to
+        change; known_at still sees the old version."""
         call = _Call(mem)
         changes: dict[str, Any] = {
             k: v for k, v in {
@@ -304,9 +263,8 @@ def register(server: MCPServer[Any], mem: Memory) -> None:
 
     @tool("fact_retract", "Retract a fact", read_only=False, destructive=True)
     def fact_retract(fact_id: FactId, reason: Reason = None) -> CallToolResult:
-        """It was never true: stop believing fact `fact_id` (history keeps it, known_at still sees it).
-
-        Values it had superseded become current again."""
+        """The fact was never true: stop believing it (known_at still sees it); what it had
+        superseded is current again."""
         f = mem.retract(fact_id, reason)
         return _Call(mem).result([f"retracted: {f.line()}"], {"fact": compact_fact(f)})
 
@@ -318,20 +276,16 @@ def register(server: MCPServer[Any], mem: Memory) -> None:
         as_of: AsOf = None,
         known_at: KnownAt = None,
         direction: Annotated[Literal["out", "in", "both"], Field(
-            description="'out': facts whose subject is `subject`; 'in': facts whose object is `subject`; "
-                        "'both'.", examples=["both"])] = "out",
+            description="in: facts whose object is `subject`.")] = "out",
         limit: Limit = DEFAULT_PAGE_SIZE,
-        literal: Literal_ = False,
+        literal: Annotated[bool, Field(description="Match `object` as a literal value.")] = False,
         decay_half_life: Annotated[float | None, Field(
-            description="Days: lower each fact's confidence by half per this many days of age (read time only).",
-            gt=0, examples=[90])] = None,
+            description="Days: halve shown confidence per this much age.",
+            gt=0)] = None,
         offset: Offset = 0,
     ) -> CallToolResult:
-        """Look up what the memory knows: facts matching the filters, one line each.
-
-        Call this before answering about past decisions, people or project state. as_of pins the valid time
-        ('who was CEO last March?'); known_at pins the system time ('what did we believe on June 1?').
-        Without as_of you get all of history, current facts marked (current)."""
+        """Facts matching the filters. as_of: true at a time; known_at: believed at a time.
+        Without as_of: all of history, current ones marked."""
         call = _Call(mem)
         got = mem.facts(
             subject, predicate, object, as_of=call.time("as_of", as_of), known_at=call.time("known_at", known_at),
@@ -345,14 +299,13 @@ def register(server: MCPServer[Any], mem: Memory) -> None:
 
     @tool("timeline", "Entity timeline", read_only=True, idempotent=True)
     def timeline(
-        entity: Annotated[str, Field(description="The entity (name or alias).", examples=["Acme"])],
+        entity: Subject,
         start: Start = None,
         end: End = None,
         limit: Limit = DEFAULT_PAGE_SIZE,
         offset: Offset = 0,
     ) -> CallToolResult:
-        """Chronological story of an entity: when each fact started and ended in the world, and when it was
-        recorded, corrected or retracted. Paged: `limit` events from `offset`; `next` continues."""
+        """An entity's events in order: facts starting and ending, recorded, corrected, retracted."""
         call = _Call(mem)
         events = mem.timeline(entity, call.time("start", start), call.time("end", end), limit=limit + 1,
                               offset=offset)
@@ -371,16 +324,12 @@ def register(server: MCPServer[Any], mem: Memory) -> None:
         subject: OptSubject = None,
         predicate: OptPredicate = None,
         axis: Annotated[Literal["valid", "system"], Field(
-            description="'valid': what changed in the world; 'system': what the memory learned.",
-            examples=["valid"])] = "valid",
-        limit: Annotated[int, Field(
-            description=f"At most this many items in each of the three lists (1 to {MAX_MULTI_PAGE_SIZE}). When "
-                        "more follow, the answer's `next` is the offset to pass for the next page.", ge=1,
-            le=MAX_MULTI_PAGE_SIZE, examples=[20])] = DEFAULT_PAGE_SIZE,
+            description="system: what the memory learned.")] = "valid",
+        limit: Annotated[int, Field(description="Page size of each list.", ge=1,
+                                    le=MAX_MULTI_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
         offset: Offset = 0,
     ) -> CallToolResult:
-        """What changed between t1 and t2: facts added (+), removed (-) and changed values (~). Each of the three
-        lists is paged alike (`limit` items from `offset`); `next` continues."""
+        """Facts added (+), removed (-) and changed (~) between t1 and t2."""
         call = _Call(mem)
         d = mem.diff(call.required("t1", t1), call.required("t2", t2), subject, predicate, axis, limit=limit,
                      offset=offset)
@@ -389,9 +338,8 @@ def register(server: MCPServer[Any], mem: Memory) -> None:
 
     @tool("conflicts", "Find conflicts", read_only=True, idempotent=True)
     def conflicts(as_of: AsOf = None, limit: Limit = DEFAULT_PAGE_SIZE, offset: Offset = 0) -> CallToolResult:
-        """Facts of one (subject, predicate) valid at the same time: 'cardinality' conflicts break a
-        single-valued predicate and need fixing (fact_correct / fact_invalidate); 'review' ones may be fine.
-        Paged: `limit` conflicts from `offset` (`next` continues), each listing its first facts."""
+        """(subject, predicate) pairs with several values at once: 'cardinality' ones break a
+        single-valued predicate (fix them); 'review' ones may be fine."""
         call = _Call(mem)
         found = mem.conflicts(call.time("as_of", as_of), limit=limit + 1, offset=offset,
                               facts_per_conflict=CONFLICT_FACTS)
@@ -400,19 +348,15 @@ def register(server: MCPServer[Any], mem: Memory) -> None:
 
     @tool("predicate_define", "Declare a predicate", read_only=False, idempotent=True)
     def predicate_define(
-        name: Annotated[str, Field(description="The predicate name.", examples=["ceo"])],
+        name: str,
         cardinality: Annotated[Literal["one", "many"], Field(
-            description="'one': single-valued, a new value supersedes the old (ceo, lives_in, status); "
-                        "'many': several values at once (works_with, likes).", examples=["one"])] = "many",
-        inverse: Annotated[str | None, Field(description="Name of the inverse relation.",
-                                             examples=["ceo_of"])] = None,
-        aliases: Annotated[list[str], Field(description="Other names that mean the same predicate.",
-                                            examples=[["chief_executive"]])] = [],  # noqa: B006
-        description: Annotated[str | None, Field(description="What the predicate means.",
-                                                 examples=["Chief executive officer"])] = None,
+            description="one: a new value supersedes the old.")] = "many",
+        inverse: str | None = None,
+        aliases: list[str] = [],  # noqa: B006
+        description: str | None = None,
     ) -> CallToolResult:
-        """Declare a predicate's cardinality, inverse and aliases (do it before recording single-valued facts
-        such as 'ceo' or 'status' so new values supersede old ones automatically)."""
+        """Declare a predicate; declare single-valued ones ('ceo', 'status') before recording
+        them so new values supersede old ones."""
         p = mem.define_predicate(name, cardinality, inverse, list(aliases), description)
         line = f"predicate {p.name}: cardinality={p.cardinality}"
         if p.inverse:
@@ -423,10 +367,10 @@ def register(server: MCPServer[Any], mem: Memory) -> None:
 
     @tool("entity_alias", "Add an entity alias", read_only=False, idempotent=True)
     def entity_alias(
-        name: Annotated[str, Field(description="The entity (created if missing).", examples=["Acme Corporation"])],
-        alias: Annotated[str, Field(description="Another name that should resolve to it.", examples=["Acme"])],
+        name: str,
+        alias: str,
     ) -> CallToolResult:
-        """Make `alias` another name for entity `name`, so facts recorded under either name are found by both."""
+        """Make `alias` another name for entity `name`."""
         e = mem.alias(name, alias)
         return _Call(mem).result(
             [f"{e.name} is also known as: {', '.join(e.aliases) or alias}"],
@@ -435,7 +379,7 @@ def register(server: MCPServer[Any], mem: Memory) -> None:
 
     @tool("stats", "Memory statistics", read_only=True, idempotent=True)
     def stats() -> CallToolResult:
-        """Counts for this memory: entities, facts (current, ended, retracted), versions and predicates."""
+        """Counts of entities, facts, versions and predicates."""
         s = mem.stats()
         data = s.to_dict()
         line = (f"namespace {s.namespace}: {s.entities} entities, {s.facts} facts ({s.current} current, "

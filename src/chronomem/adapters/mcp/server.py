@@ -21,8 +21,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
-from mcp.types import CallToolResult, InputRequiredResult
+from mcp.types import INVALID_PARAMS, CallToolResult, InputRequiredResult
 from pydantic import ValidationError
 from starlette.types import Receive, Scope, Send
 
@@ -32,6 +33,7 @@ from ...errors import ChronomemError
 from ...memory import Memory
 from . import evidence_tools, fact_tools
 from .results import error_result, error_text, safe_text, unexpected_text
+from .schema import json_type, schema_error, validator
 from .wire import wire_error
 
 __all__ = ["INSTRUCTIONS", "TOOL_GROUPS", "McpHttpApp", "build_http_app", "build_server", "run_stdio", "serve_stdio",
@@ -54,8 +56,13 @@ store the evidence text together with the facts it states (each fact then cites 
 wrong, `fact_correct` it; if it was never true, `fact_retract` it.
 4. Cite facts and evidence by id (the [bracketed] value at the end of each line), e.g. "Bob leads platform \
 [01JD...]".
-Times accept ISO dates ("2024-03-05", "2024-03") and phrases ("today", "3 days ago", "last week"); the resolved \
-value is echoed back."""
+Arguments: every time argument (valid_from, valid_to, ended, as_of, at, known_at, t1, t2, start, end, since, \
+until, occurred_at) takes an ISO-8601 date or datetime ("2024", "2024-03", "2024-03-05", \
+"2024-03-05T10:30:00Z") or a phrase resolved against the server clock ("now", "today", "yesterday", \
+"3 days ago", "last week", "last March", "March 2024"); the resolved value is echoed back. Intervals are \
+half-open [from, to): an end is exclusive. as_of and at pin the valid time (what was true then); known_at pins \
+the system time (what the memory believed then; default now). Entities are named by name or alias. Lists are \
+paged: `limit` items from `offset`; an answer with more to come gives `next`, the offset to pass next."""
 
 ToolGroup = Callable[[MCPServer[Any], Memory], None]
 
@@ -119,16 +126,6 @@ def _describe_validation(tool: str, exc: ValidationError) -> str:
     return f"{tool} failed: {'; '.join(parts)}; fix the arguments to match the tool's input schema and call again."
 
 
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    return {float: "number", str: "string", dict: "object", list: "array"}.get(type(value), type(value).__name__)
-
-
 def _schema_types(schema: dict[str, Any]) -> set[str]:
     """The JSON types a parameter schema allows (empty: not stated, no check)."""
     types = schema.get("type")
@@ -146,9 +143,11 @@ def _strict_types(tool: str, properties: dict[str, Any], arguments: dict[str, An
     booleans and numbers are strict on every surface."""
     for arg, value in arguments.items():
         allowed = _schema_types(properties.get(arg, {}))
-        got = _json_type(value)
+        got = json_type(value)
         if not allowed or got in allowed or (got == "integer" and "number" in allowed):
             continue
+        if got == "number" and "integer" in allowed and float(value).is_integer():
+            continue  # JSON Schema counts 5.0 as an integer, and so does pydantic
         want = " or ".join(sorted(allowed - {"null"})) + (" or null" if "null" in allowed else "")
         return (f"{tool} failed: argument {arg!r} must be a JSON {want}, not {got} {_short_repr(value)}; "
                 f"fix the arguments to match the tool's input schema and call again.")
@@ -156,26 +155,43 @@ def _strict_types(tool: str, properties: dict[str, Any], arguments: dict[str, An
 
 
 class ChronomemMCP(MCPServer[Any]):
-    """``MCPServer`` with chronomem's argument checking: unknown argument
+    """``MCPServer`` with chronomem's argument checking: an unknown tool is
+    the -32602 protocol error the specification asks for; unknown argument
     names, arguments of a JSON type the schema does not allow (no coercion)
-    and schema violations become one-sentence tool errors."""
+    and any other break of the listed input schema (checked with
+    ``jsonschema``, nested values included) become one-sentence tool errors,
+    so a call succeeds exactly when its arguments fit the schema."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._checkers: dict[str, Any] = {}
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
         tool = self._tool_manager.get_tool(name)
-        if tool is not None:
-            known = set(tool.parameters.get("properties", {}))
-            unknown = sorted(set(arguments) - known)
-            if unknown:
-                valid = ", ".join(sorted(known)) or "none"
-                return error_result(safe_text(
-                    f"{name} failed: unknown argument(s) {', '.join(map(repr, unknown))}; valid arguments are: "
-                    f"{valid}."
-                ))
-            wrong = _strict_types(name, tool.parameters.get("properties", {}), arguments)
-            if wrong is not None:
-                return error_result(safe_text(wrong))
+        if tool is None:
+            known = ", ".join(t.name for t in self._tool_manager.list_tools())
+            raise MCPError(INVALID_PARAMS, safe_text(f"Unknown tool: {name!r}; the tools are: {known}."),
+                           data={"tool": safe_text(name)})
+        known_args = set(tool.parameters.get("properties", {}))
+        unknown = sorted(set(arguments) - known_args)
+        if unknown:
+            valid = ", ".join(sorted(known_args)) or "none"
+            return error_result(safe_text(
+                f"{name} failed: unknown argument(s) {', '.join(map(repr, unknown))}; valid arguments are: "
+                f"{valid}."
+            ))
+        wrong = _strict_types(name, tool.parameters.get("properties", {}), arguments)
+        if wrong is None:
+            checker = self._checkers.get(name)
+            if checker is None:
+                checker = self._checkers[name] = validator(tool.parameters)
+            why = schema_error(checker, arguments)
+            if why is not None:
+                wrong = f"{name} failed: {why}; fix the arguments to match the tool's input schema and call again."
+        if wrong is not None:
+            return error_result(safe_text(wrong))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -190,7 +206,12 @@ def build_server(mem: Memory, *, name: str = "chronomem") -> ChronomemMCP:
     """An MCP server exposing ``mem`` (tools, resources, protocol instructions)."""
     server = ChronomemMCP(
         name, title="chronomem memory", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING",
+        subscriptions=False,  # no change notifications are sent: do not advertise subscribe / listChanged
     )
+    # no prompts: drop the SDK's prompt handlers so the capability is not advertised
+    # (the low-level server derives its capabilities from the handlers it has; it has no public remover)
+    for method in ("prompts/list", "prompts/get"):
+        server._lowlevel_server._request_handlers.pop(method, None)
     for group in TOOL_GROUPS:
         group(server, mem)
 
@@ -210,8 +231,9 @@ def build_server(mem: Memory, *, name: str = "chronomem") -> ChronomemMCP:
         entity = urllib.parse.unquote(name)
         try:
             events = mem.timeline(entity, limit=RESOURCE_LINES + 1)
-        except ChronomemError as exc:
-            return error_text(f"chronomem://entity/{name}", exc)
+        except ChronomemError as exc:  # a missing entity is a -32602 protocol error, not content
+            uri = safe_text(f"chronomem://entity/{urllib.parse.quote(entity, safe='')}")
+            raise MCPError(INVALID_PARAMS, error_text(uri, exc), data={"uri": uri}) from None
         lines = [event_line(e, mem.tz) for e in events[:RESOURCE_LINES]]
         if len(events) > RESOURCE_LINES:
             lines.append(f"(first {RESOURCE_LINES} events; call the timeline tool with offset={RESOURCE_LINES} "
