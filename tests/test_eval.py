@@ -178,7 +178,8 @@ def test_cli_remember_search_recall_ingest_reindex_eval(tmp_path: Path, embedder
     loc = tmp_path / "loc.json"
     loc.write_text(json.dumps(LOCOMO), encoding="utf-8")
     r = run(cli, ["--db", db, "ingest", str(loc), "--json"])
-    assert json.loads(r.output) == {"path": str(loc), "format": "locomo", "episodes": 7}
+    assert json.loads(r.output) == {"path": str(loc), "format": "locomo", "episodes": 7, "redacted": 0,
+                                    "redacted_by_kind": {}}
     r = run(cli, ["--db", db, "search", "kayak", "--json", "--session", "k"])
     assert [h["episode"]["text"] for h in json.loads(r.output)][0] == "I bought a red kayak"
     r = run(cli, ["--db", db, "reindex", "--json"])

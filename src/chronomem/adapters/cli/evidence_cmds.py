@@ -14,7 +14,7 @@ import logging
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, Callable, Iterator, Mapping, TypeVar
 
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -208,11 +208,14 @@ def _episodes(path: Path, fmt: str) -> list[dict[str, Any]]:
               help="now: stored at the store clock; original: recorded_at = each turn's occurred_at "
                    "(importing history; a turn without a time is stored now).")
 @click.option("--no-progress", is_flag=True, help="Do not draw a progress bar on stderr.")
+@click.option("--keep-secrets", is_flag=True,
+              help="Store the text as given: do not redact API keys, tokens, private keys and passwords.")
 @json_option
-def ingest_cmd(path: Path, fmt: str, recorded: str, no_progress: bool) -> None:
+def ingest_cmd(path: Path, fmt: str, recorded: str, no_progress: bool, keep_secrets: bool) -> None:
     """Ingest a transcript as episodes: JSONL turns (text, speaker, timestamp,
     session), or a LoCoMo or LongMemEval JSON file. Commits every 2000 turns.
-    With --recorded-at original, history is stored as recorded when it was said."""
+    With --recorded-at original, history is stored as recorded when it was said.
+    Secrets in the text are redacted unless --keep-secrets."""
     st = state()
     if fmt == "auto":
         fmt = _detect(path)
@@ -223,6 +226,12 @@ def ingest_cmd(path: Path, fmt: str, recorded: str, no_progress: bool) -> None:
                 ep["recorded_at"] = ep["occurred_at"]
     mem = st.memory()
     ids: list[str] = []
+    redacted: dict[str, int] = {}
+
+    def count(_index: int, kinds: Mapping[str, int]) -> None:
+        for kind, n in kinds.items():
+            redacted[kind] = redacted.get(kind, 0) + n
+
     with _progress(not (no_progress or st.json)) as bar:
         task = bar.add_task("embedding", total=len(eps))
         for start in range(0, len(eps), _CHUNK):
@@ -232,12 +241,17 @@ def ingest_cmd(path: Path, fmt: str, recorded: str, no_progress: bool) -> None:
                 bar.update(task, completed=base + done)
 
             try:
-                ids += mem.add_episodes(chunk, progress=tick)
+                ids += mem.add_episodes(chunk, progress=tick, keep_secrets=keep_secrets, on_redact=count)
             except InvalidInputError as exc:
                 exc.args = (f"{exc} (counting from turn {start}; {len(ids)} turns were stored)",)
                 raise  # the same error type (an InvalidTimeError stays one)
-    result = {"path": str(path), "format": fmt, "episodes": len(ids)}
-    emit(result, lambda con: con.print(f"ingested {len(ids)} episodes from {path} ({fmt})"))
+    total = sum(redacted.values())
+    result = {"path": str(path), "format": fmt, "episodes": len(ids), "redacted": total,
+              "redacted_by_kind": dict(sorted(redacted.items()))}
+    kinds = ", ".join(f"{k} {n}" for k, n in sorted(redacted.items()))
+    note = "secrets kept (--keep-secrets)" if keep_secrets else f"redacted {total} secrets" + (
+        f" ({kinds})" if kinds else "")
+    emit(result, lambda con: con.print(f"ingested {len(ids)} episodes from {path} ({fmt}); {note}"))
 
 
 @click.command("reindex")

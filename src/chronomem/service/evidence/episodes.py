@@ -46,6 +46,7 @@ from .models import (
     Episode,
     TimeSpan,
 )
+from .redact import redact
 from .timemention import ambiguous_phrases, resolve_mentions
 from .vector import drop_ann_files
 
@@ -58,7 +59,8 @@ _EMBED_BATCH = 256
 
 
 class _Prepared:
-    __slots__ = ("id", "text", "occurred", "recorded", "source", "session", "speaker", "metadata", "mentions")
+    __slots__ = ("id", "text", "occurred", "recorded", "source", "session", "speaker", "metadata", "mentions",
+                 "redacted")
 
     def __init__(self, text: str, occurred: TimePoint | None, recorded: TimePoint | None, source: str | None,
                  session: str | None, speaker: str | None, metadata: str | None) -> None:
@@ -71,6 +73,7 @@ class _Prepared:
         self.speaker = speaker
         self.metadata = metadata
         self.mentions: list[tuple[int, int, str, int]] = []
+        self.redacted: dict[str, int] = {}
 
 
 def opt_str(value: object, name: str, limit: int = MAX_SESSION_CHARS) -> str | None:
@@ -121,12 +124,20 @@ class Episodes:
         return episode_store(self._scope.store)
 
     def _prepare(self, text: object, occurred_at: TimeLike | None, recorded_at: TimeLike | None,
-                 source: object, session: object, speaker: object, metadata: object) -> _Prepared:
+                 source: object, session: object, speaker: object, metadata: object,
+                 keep_secrets: bool = False) -> _Prepared:
         if not isinstance(text, str) or not text.strip():
             raise InvalidInputError("episode text must be a non-empty string")
         if len(text) > MAX_EPISODE_CHARS:
             raise LimitExceededError("episode text", MAX_EPISODE_CHARS, len(text))
         check_clean(text, "episode text")  # NUL and lone surrogates are refused, not escaped (docs/limits.md)
+        counts: dict[str, int] = {}
+        if not keep_secrets:  # at the door: no secret reaches the table, the FTS index or an embedder
+            text, counts = redact(text)
+            if len(text) > MAX_EPISODE_CHARS:  # a marker can be longer than a short password
+                raise LimitExceededError("episode text (redacted)", MAX_EPISODE_CHARS, len(text))
+            if counts and (metadata is None or isinstance(metadata, Mapping)):
+                metadata = {**(metadata or {}), "redacted": counts}
         meta_json: str | None = None
         if metadata is not None:
             meta_json = check_json(metadata, "metadata") if metadata or not isinstance(metadata, Mapping) else None
@@ -135,6 +146,7 @@ class Episodes:
         prep = _Prepared(text, occurred, recorded, opt_str(source, "source", MAX_SOURCE_CHARS),
                          opt_str(session, "session", MAX_SESSION_CHARS),
                          opt_str(speaker, "speaker", MAX_SPEAKER_CHARS), meta_json)
+        prep.redacted = counts
         base_us = occurred.us if occurred is not None else recorded.us if recorded is not None else self._scope.now_us()
         said = occurred if occurred is not None else recorded  # a calendar day is that day in the memory's zone
         base = local_datetime(base_us, said.precision if said is not None else None, self._scope.tz)
@@ -235,6 +247,7 @@ class Episodes:
         speaker: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         facts: Iterable[Mapping[str, Any]] | None = None,
+        keep_secrets: bool = False,
     ) -> Episode:
         """Store one piece of evidence verbatim and index it (lexical and
         dense) in the same transaction. ``occurred_at`` is when it was said or
@@ -243,8 +256,14 @@ class Episodes:
         ``facts`` are dicts with :meth:`add_fact`'s parameter names, recorded
         in the same transaction, each citing this episode (their ``source``
         defaults to the episode's): if the episode or any fact is invalid,
-        nothing is written. Returns the episode; its id sorts by creation time."""
-        prep = self._prepare(text, occurred_at, recorded_at, source, session, speaker, metadata)
+        nothing is written. Secrets in the text (API keys, tokens, private
+        keys, ``password=`` values) are replaced by ``[REDACTED:<kind>]``
+        before anything is stored, their count by kind in
+        ``metadata["redacted"]``; ``keep_secrets=True`` stores the text as
+        given (``docs/evidence.md``, "Secrets"). Returns the episode; its id
+        sorts by creation time."""
+        keep = bool(check_bool(keep_secrets, "keep_secrets"))
+        prep = self._prepare(text, occurred_at, recorded_at, source, session, speaker, metadata, keep)
         self._check_recorded([prep], indexed=False)
         fact_items = _fact_items(facts)
         vectors = self._embed_prepared([prep])
@@ -252,12 +271,16 @@ class Episodes:
         return self.model(rec, with_facts=bool(fact_items))
 
     def add_episodes(self, items: Iterable[Mapping[str, Any] | str], *,
-                     progress: Callable[[int, int], None] | None = None) -> list[str]:
+                     progress: Callable[[int, int], None] | None = None, keep_secrets: bool = False,
+                     on_redact: Callable[[int, Mapping[str, int]], None] | None = None) -> list[str]:
         """Add many episodes atomically (one transaction; embeddings batched).
         Items are strings or dicts with :meth:`add_episode`'s parameter names.
         If any item is invalid nothing is written and the error names its
         index. ``progress(done, total)`` is called as embedding advances.
-        Returns the new ids in order."""
+        Secrets are redacted as in :meth:`add_episode` (``keep_secrets``);
+        once the batch is stored, ``on_redact(index, counts_by_kind)`` is
+        called for each item that had any. Returns the new ids in order."""
+        keep = bool(check_bool(keep_secrets, "keep_secrets"))
         if isinstance(items, (str, bytes, Mapping)) or not hasattr(items, "__iter__"):
             raise InvalidInputError(f"add_episodes() needs a list of episodes, not {type(items).__name__}")
         preps: list[_Prepared] = []
@@ -275,7 +298,7 @@ class Episodes:
                     raise InvalidInputError(f"unknown episode field(s): {', '.join(sorted(unknown))}")
                 preps.append(self._prepare(item.get("text"), item.get("occurred_at"), item.get("recorded_at"),
                                            item.get("source"), item.get("session"), item.get("speaker"),
-                                           item.get("metadata")))
+                                           item.get("metadata"), keep))
             except InvalidInputError as exc:
                 exc.args = (f"item {index}: {exc}",)
                 raise
@@ -283,7 +306,12 @@ class Episodes:
             return []
         self._check_recorded(preps, indexed=True)
         vectors = self._embed_prepared(preps, progress)
-        return [r.id for r in self._write_prepared(preps, vectors)]
+        ids = [r.id for r in self._write_prepared(preps, vectors)]
+        if on_redact is not None:
+            for index, prep in enumerate(preps):
+                if prep.redacted:
+                    on_redact(index, dict(prep.redacted))
+        return ids
 
     def _check_recorded(self, preps: Sequence[_Prepared], *, indexed: bool) -> None:
         """A memory cannot have stored anything in its future: a given
