@@ -52,12 +52,15 @@ def _find_entities(scope: Scope, question: str) -> tuple[list[str], list[str]]:
     words = [re.sub(r"['’]s$", "", w) for w in _WORD.findall(question)]
     names: list[str] = []
     covered: set[int] = set()
-    for gram in _ngrams(words):
+    keys: list[str] = []
+    for gram in _ngrams(words):  # longest first
         try:
-            key = normalize_key(gram, "name")
+            keys.append(normalize_key(gram, "name"))
         except InvalidInputError:
             continue
-        eid = scope.store.entity_id(scope.ns_id, key)
+    named = scope.store.entity_ids_for_keys(scope.ns_id, keys)  # one read, not one per n-gram
+    for key in keys:
+        eid = named.get(key)
         if eid is None or eid in covered:
             continue
         rec = scope.store.entity(eid)
