@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 import chronomem
-from chronomem.adapters.cli import ChronomemGroup, evidence_cmds
+from chronomem.adapters.cli import ChronomemGroup, evidence_cmds, ingest_cmds
 from chronomem.adapters.cli._common import State
 from chronomem.adapters.eval import parse_locomo_date, run_locomo, run_longmemeval
 from chronomem.service.evidence import default_embedder
@@ -144,6 +144,7 @@ def cli(ctx: click.Context, db: str) -> None:
 
 
 evidence_cmds.register(cli)
+ingest_cmds.register(cli)
 
 
 def test_cli_remember_search_recall_ingest_reindex_eval(tmp_path: Path, embedder: Any) -> None:
@@ -178,8 +179,9 @@ def test_cli_remember_search_recall_ingest_reindex_eval(tmp_path: Path, embedder
     loc = tmp_path / "loc.json"
     loc.write_text(json.dumps(LOCOMO), encoding="utf-8")
     r = run(cli, ["--db", db, "ingest", str(loc), "--json"])
-    assert json.loads(r.output) == {"path": str(loc), "format": "locomo", "episodes": 7, "redacted": 0,
-                                    "redacted_by_kind": {}}
+    got = json.loads(r.output)
+    assert {k: got[k] for k in ("path", "format", "episodes", "added", "redacted", "redacted_by_kind")} == {
+        "path": str(loc), "format": "locomo", "episodes": 7, "added": 7, "redacted": 0, "redacted_by_kind": {}}
     r = run(cli, ["--db", db, "search", "kayak", "--json", "--session", "k"])
     assert [h["episode"]["text"] for h in json.loads(r.output)][0] == "I bought a red kayak"
     r = run(cli, ["--db", db, "reindex", "--json"])

@@ -63,11 +63,16 @@ def test_cli_ingest_recorded_at_and_known_at(tmp_path: Path, recorded: str) -> N
 
 
 def test_cli_ingest_original_refuses_a_future_time(tmp_path: Path) -> None:
+    """An import skips and reports a record it cannot store, and stores the rest."""
     db, path = tmp_path / "m.db", tmp_path / "turns.jsonl"
-    path.write_text(json.dumps({"text": "from the future", "timestamp": "2999-01-01"}) + "\n", encoding="utf-8")
+    path.write_text(json.dumps({"text": "from the future", "timestamp": "2999-01-01"}) + "\n"
+                    + json.dumps({"text": "from the past", "timestamp": "2001-01-01"}) + "\n", encoding="utf-8")
     result = CliRunner().invoke(main, ["--db", str(db), "--embedder", "none", "ingest", str(path),
-                                       "--recorded-at", "original", "--no-progress"])
-    assert result.exit_code == 1 and "recorded_at" in result.stderr and "Traceback" not in result.output
+                                       "--recorded-at", "original", "--no-progress", "--json"])
+    assert result.exit_code == 0 and "Traceback" not in result.output
+    out = json.loads(result.stdout)
+    assert (out["added"], out["skipped_by_reason"]) == (1, {"invalid": 1})
+    assert "recorded_at" in out["skips"][0]["reason"] and "future" in out["skips"][0]["reason"]
 
 
 def _call(mem: Memory, name: str, args: dict[str, Any]) -> CallToolResult:

@@ -24,7 +24,7 @@ import pytest
 import chronomem
 from chronomem import CloseKind, FakeClock, InvalidInputError, Memory
 from chronomem.copy import copy_store
-from chronomem.io import export_jsonl, import_jsonl
+from chronomem.io import EXPORT_VERSION, export_jsonl, import_jsonl
 from conftest import store_target
 from contract._helpers import MemoryFactory
 
@@ -99,9 +99,9 @@ def test_a_format_3_export_imports_with_typed_causes(make_memory: MemoryFactory,
         ("Kai", "Orion", 1, inv, None, None), ("Kai", "Orion", 2, inv, None, None),
         ("Priya", "Helix", 1, inv, "resigned", None), ("Priya", "Helix", 2, inv, "resigned", None),
     ]
-    # exported again it is a format 4 file with the same causes
+    # exported again it is a current-format file with the same causes
     text = _export(dst)
-    assert json.loads(text.splitlines()[0])["format_version"] == 4
+    assert json.loads(text.splitlines()[0])["format_version"] == EXPORT_VERSION
     import_jsonl(other, io.StringIO(text))
     assert _causes(other) == _causes(dst)
 

@@ -168,7 +168,7 @@ def test_export_import_restores_every_evidence_read(make_memory: MemoryFactory, 
     buf = io.StringIO()
     exported = export_jsonl(src, buf)
     lines = [json.loads(x) for x in buf.getvalue().splitlines()]
-    assert lines[0]["format_version"] == EXPORT_VERSION == 4
+    assert lines[0]["format_version"] == EXPORT_VERSION == 5
     assert (exported.episodes, exported.tombstones, exported.vectors) == (9, 1, 9)
     tomb = next(x for x in lines if x["type"] == "episode" and x["erased_at"] is not None)
     assert tomb["text"] == "" and tomb["speaker"] is None and tomb["vectors"] == {} and tomb["mentions"] == []
@@ -254,10 +254,11 @@ def test_a_newer_format_version_is_refused_before_anything_is_written(make_memor
     lines[0]["format_version"] = EXPORT_VERSION + 1
     dst = make_memory("restored", clock=FakeClock("2040-01-01T00:00:00Z"))
     clock_before = dst.store.last_system_time()
-    with pytest.raises(ExportVersionError, match="format_version is 5.*newer chronomem") as info:
+    with pytest.raises(ExportVersionError, match=f"format_version is {EXPORT_VERSION + 1}.*newer chronomem") as info:
         import_jsonl(dst, io.StringIO("\n".join(json.dumps(x) for x in lines) + "\n"))
     assert isinstance(info.value, InvalidInputError)
-    assert (info.value.field, info.value.version, info.value.supported) == ("format_version", 5, (1, 2, 3, 4))
+    assert (info.value.field, info.value.version, info.value.supported) == (
+        "format_version", EXPORT_VERSION + 1, tuple(range(1, EXPORT_VERSION + 1)))
     assert dst.entities() == [] and dst.predicates() == [] and dst.stats().versions == 0
     assert dst.episodes() == [] and dst.evidence_stats()["episodes"] == 0
     assert dst.store.last_system_time() == clock_before  # not even a write transaction ran

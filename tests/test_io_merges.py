@@ -93,7 +93,7 @@ def test_restore_keeps_merges_for_known_at_and_unmerge(make_memory: MemoryFactor
     buf = io.StringIO()
     exported = export_jsonl(src, buf)
     lines = [json.loads(x) for x in buf.getvalue().splitlines()]
-    assert lines[0]["format_version"] == EXPORT_VERSION == 4
+    assert lines[0]["format_version"] == EXPORT_VERSION == 5
     assert exported.operations == 2 and [x["id"] for x in lines if x["type"] == "operation"] == [active, undone]
 
     (tmp_path / "dst").mkdir()
@@ -174,7 +174,7 @@ def test_version_1_exports_still_restore(tmp_path: Path) -> None:
     src = chronomem.open(tmp_path / "src.db", clock=clock)
     merge_story(src, clock)
     lines = _export_lines(src)
-    assert lines[0]["format_version"] == 4 and any(x["type"] == "operation" for x in lines)
+    assert lines[0]["format_version"] == EXPORT_VERSION and any(x["type"] == "operation" for x in lines)
     old = [dict(lines[0], format_version=1)] + [x for x in lines[1:] if x["type"] != "operation"]
     dst = chronomem.open(tmp_path / "dst.db")
     result = import_jsonl(dst, io.StringIO("\n".join(json.dumps(x) for x in old) + "\n"))

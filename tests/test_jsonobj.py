@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from chronomem.adapters.cli._common import parse_json_object
-from chronomem.adapters.cli.evidence_cmds import _read_jsonl
 from chronomem.errors import InvalidInputError
+from chronomem.service.ingest.formats.jsonl import READER as JSONL
+from chronomem.service.ingest.source import ReadOptions, Skip
 from chronomem.service.transfer.jsonl import _json_line
 
 
@@ -58,14 +59,11 @@ def test_import_line_messages() -> None:
 
 
 def test_evidence_file_messages(tmp_path: Path) -> None:
+    """The transcript importer's JSON lines: a bad line is a Skip naming its
+    line and the JSON decoder's reason, and the rest is read."""
     path = tmp_path / "episodes.jsonl"
-    path.write_text('{"text": "hello", "role": "user"}\n\n{oops\n', encoding="utf-8")
-    items = _read_jsonl(path)
-    assert next(items)["speaker"] == "user"
-    with pytest.raises(InvalidInputError) as info:
-        next(items)
-    assert str(info.value) == f"{path}:3 is not valid JSON ({_reason('{oops')})"
-    path.write_text('{"text": "hello"}\n[1]\n', encoding="utf-8")
-    with pytest.raises(InvalidInputError) as info:
-        list(_read_jsonl(path))
-    assert str(info.value) == f"{path}:2 must be a JSON object"
+    path.write_text('{"text": "hello", "role": "user"}\n\n{oops\n[1]\n', encoding="utf-8")
+    items = list(JSONL.read(path, ReadOptions(root=path)))
+    assert not isinstance(items[0], Skip) and items[0].speaker == "user"
+    assert items[1:] == [Skip("episodes.jsonl:3", f"invalid: not JSON ({_reason('{oops')})"),
+                         Skip("episodes.jsonl:4", "invalid: not a JSON object")]

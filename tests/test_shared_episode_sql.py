@@ -18,6 +18,7 @@ from chronomem.store.sql.episodes import EpisodeSQL
 _PIECES = {
     "in_ns", "times_head", "time_values", "episodes_head", "list_episodes_tail",
     "episode_times_head", "episode_times_tail", "citing_head", "citing_sources", "not_superseded_known",
+    "import_keys_head",
 }
 
 
@@ -44,6 +45,8 @@ def _statements(store: Any, sql: EpisodeSQL) -> dict[str, tuple[str, list[Any]]]
         a, pa = store._in("episode_id", [str(i) for i in ids])
         b, pb = store._in("s.episode_id", [str(i) for i in ids])
         out[f"facts_citing/{n}"] = (sql.citing_head + a + sql.citing_sources + b, [1, *pa, *pb])
+        cond, p = store._in("key", [str(i) for i in ids])
+        out[f"import_keys/{n}"] = (sql.import_keys_head + cond, [1, *p])
     return out
 
 

@@ -25,6 +25,7 @@ from .service.evidence.recall import Recaller
 from .service.evidence.search import Search
 from .service.facts import FactWrites
 from .service.identity import Identity
+from .service.ingest.run import Importer
 from .service.reads import FactReads
 from .service.scope import Scope
 from .store.protocol import Store
@@ -95,6 +96,7 @@ class Memory:
         self._search = Search(scope, reads, self._episodes, self._embedding)
         self._recaller = Recaller(scope, reads, self._search)
         self._doctor = Doctor(scope, self._episodes, self._embedding)
+        self._importer = Importer(scope, self._episodes)
 
     # -- lifecycle -------------------------------------------------------
     @property
@@ -205,6 +207,7 @@ class Memory:
     doctor = _Service("_doctor", Doctor.doctor)
     search = _Service("_search", Search.search)
     recall = _Service("_recaller", Recaller.recall)
+    import_source = _Service("_importer", Importer.import_source)
 
     def use_embedder(self, embedder: Embedder | str | None) -> None:
         """Use ``embedder`` for new episodes and searches: an :class:`Embedder`,

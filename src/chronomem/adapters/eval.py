@@ -24,10 +24,12 @@ import math
 import re
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from ..errors import InvalidInputError
 from ..service.evidence import Embedder, Kind, SearchConfig
+from ..service.ingest.formats.locomo import load_locomo, locomo_episodes, parse_locomo_date
+from ..service.ingest.formats.longmemeval import lme_date
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..memory import Memory
@@ -78,56 +80,6 @@ class QueryCache:
             got = self.inner.embed(texts, kind)
             self._cache[texts[0]] = got
         return got
-
-
-def parse_locomo_date(text: str) -> _dt.datetime:
-    """``"1:56 pm on 8 May, 2023"`` -> an aware UTC datetime."""
-    cleaned = re.sub(r"\s+", " ", text.strip())
-    for fmt in ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%I:%M %p on %B %d, %Y"):
-        try:
-            return _dt.datetime.strptime(cleaned, fmt).replace(tzinfo=_dt.timezone.utc)
-        except ValueError:
-            continue
-    raise InvalidInputError(f"cannot read the LoCoMo session date {text!r}")
-
-
-def load_locomo(path: str | Path) -> list[dict[str, Any]]:
-    """Read a LoCoMo JSON file (a list of conversations)."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InvalidInputError(f"{path} is not valid JSON: {exc}") from None
-    if isinstance(data, dict):
-        data = [data]
-    if not isinstance(data, list) or not all(isinstance(c, dict) and "conversation" in c for c in data):
-        raise InvalidInputError(f"{path} is not in the LoCoMo format (a list of objects with 'conversation' and 'qa')")
-    return data
-
-
-def locomo_episodes(conv: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The episodes of one LoCoMo conversation, one per turn."""
-    c = conv["conversation"]
-    out: list[dict[str, Any]] = []
-    sessions = sorted((int(m.group(1)), key) for key in c if (m := re.fullmatch(r"session_(\d+)", key)))
-    for n, key in sessions:
-        turns = c[key]
-        date_text = c.get(f"{key}_date_time")
-        if not isinstance(turns, list) or not date_text:
-            continue
-        base = parse_locomo_date(date_text)
-        for i, turn in enumerate(turns):
-            text = str(turn.get("text") or "").strip()
-            if not text:
-                continue
-            meta: dict[str, Any] = {"dia_id": turn.get("dia_id")}
-            if turn.get("blip_caption"):
-                meta["caption"] = turn["blip_caption"]
-            out.append({
-                "text": text, "speaker": turn.get("speaker"), "session": f"session_{n}",
-                "occurred_at": base + _dt.timedelta(seconds=i), "metadata": meta,
-                "source": f"locomo:{conv.get('sample_id', '')}",
-            })
-    return out
 
 
 def _gold_turns(evidence: Iterable[Any]) -> list[str]:
@@ -291,16 +243,6 @@ def _write(out_dir: str | Path | None, summary: dict[str, Any], candidates: list
     return out
 
 
-def _lme_date(text: Any) -> _dt.datetime | None:
-    if not isinstance(text, str):
-        return None
-    m = re.match(r"(\d{4})/(\d{2})/(\d{2})(?:\s*\([A-Za-z]+\))?\s*(\d{2}):(\d{2})", text.strip())
-    if not m:
-        return None
-    y, mo, d, h, mi = (int(x) for x in m.groups())
-    return _dt.datetime(y, mo, d, h, mi, tzinfo=_dt.timezone.utc)
-
-
 def run_longmemeval(
     open_memory: Callable[[str], "Memory"],
     path: str | Path,
@@ -337,7 +279,7 @@ def run_longmemeval(
         dates = item.get("haystack_dates") or [None] * len(sids)
         eps: list[dict[str, Any]] = []
         for sid, date, session in zip(sids, dates, item["haystack_sessions"], strict=False):
-            when = _lme_date(date)
+            when = lme_date(date)
             for i, turn in enumerate(session or []):
                 text = str(turn.get("content") or "").strip()
                 if text:
@@ -354,7 +296,7 @@ def run_longmemeval(
             mem.close()
             continue
         timings["questions"] += 1
-        at = _lme_date(item.get("question_date"))
+        at = lme_date(item.get("question_date"))
         for mode in modes:
             t0 = time.perf_counter()
             hits = mem.search(question, k=100, view="raw", at=at, config=cfgs[mode])

@@ -28,7 +28,7 @@ __all__ = ["ChronomemGroup", "main"]
 
 log = logging.getLogger("chronomem.cli")
 
-_OPTIONAL_MODULES = ("agent_cmds", "web_cmds", "pg_cmds", "evidence_cmds")
+_OPTIONAL_MODULES = ("agent_cmds", "web_cmds", "pg_cmds", "evidence_cmds", "ingest_cmds", "hook_cmds")
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -50,8 +50,56 @@ def _configure_logging(verbose: int) -> None:
     logger.setLevel(logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG)
 
 
+#: the group's options that every command also takes after its name
+#: (``chronomem mcp --db X`` as well as ``chronomem --db X mcp``)
+GLOBAL_OPTIONS = ("db", "namespace", "timezone", "embedder", "verbose")
+
+
+def _set_late_global(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+    """A global option given after the command: it overrides the group's."""
+    if value is None or (param.name == "verbose" and not value):
+        return  # not given after the command: the group's value stands
+    st = ctx.find_object(State)
+    if st is None:  # pragma: no cover - commands always run under the group
+        return
+    if param.name == "verbose":
+        st.verbose += int(value)  # `-v mcp -v` counts both, as `-vv mcp` would
+        _configure_logging(st.verbose)
+    else:
+        setattr(st, str(param.name), value)
+
+
+def _late_globals(group: click.Command, cmd: click.Command) -> None:
+    """Give ``cmd`` (and a sub-group's commands) ``group``'s global options,
+    without environment variables or defaults: only what is typed after the
+    command overrides what the group read. An option the command already
+    has under the same name or flag stays the command's own."""
+    if isinstance(cmd, click.Group):
+        for sub in cmd.commands.values():
+            _late_globals(group, sub)
+    taken_names = {p.name for p in cmd.params}
+    taken_flags = {o for p in cmd.params for o in (*p.opts, *p.secondary_opts)}
+    for p in group.params:
+        if p.name not in GLOBAL_OPTIONS or not isinstance(p, click.Option):
+            continue
+        if p.name in taken_names or taken_flags.intersection(p.opts):
+            continue
+        late = click.Option(
+            p.opts, type=None if p.count else p.type, count=p.count, default=None, metavar=p.metavar,
+            expose_value=False, callback=_set_late_global,
+            help=f"Same as the global {p.opts[-1]}.",
+        )
+        late.name = p.name
+        cmd.params.append(late)
+
+
 class ChronomemGroup(click.Group):
-    """A group that turns library errors into one clean ``error:`` line."""
+    """A group that turns library errors into one clean ``error:`` line and
+    gives every command it holds the global options after its name too."""
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        super().add_command(cmd, name)
+        _late_globals(self, cmd)
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         _escape_unencodable_output()  # before click parses (its usage errors echo the arguments)
@@ -147,7 +195,7 @@ def main(ctx: click.Context, db: str | None, namespace: str, timezone: str, embe
     yesterday, '3 days ago', 'last March', 'April 2022', 'Q3 2024'.
     """
     _configure_logging(verbose)
-    state = State(db=db, namespace=namespace, timezone=timezone, embedder=embedder)
+    state = State(db=db, namespace=namespace, timezone=timezone, embedder=embedder, verbose=verbose)
     ctx.obj = state
     ctx.call_on_close(state.close)
     log.debug("database %s, namespace %s", state.db_path, namespace)

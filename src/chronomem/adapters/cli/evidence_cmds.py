@@ -1,5 +1,5 @@
-"""Evidence commands: ``remember``, ``search``, ``recall``, ``ingest``,
-``reindex`` and ``eval``.
+"""Evidence commands: ``remember``, ``search``, ``recall``, ``reindex``
+and ``eval`` (``ingest`` is in :mod:`.ingest_cmds`).
 
 ``search`` here searches episodes (hybrid, with time views); ``--facts``
 keeps the older substring search over fact names. The embedder's
@@ -9,17 +9,15 @@ them.
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, TypeVar
+from typing import Any, Callable, TypeVar
 
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from ...core.jsonobj import load_object
 from ...core.time import TimePoint
 from ...errors import InvalidInputError
 from ...service.evidence import SearchConfig
@@ -142,118 +140,6 @@ def recall_cmd(question: str, at: TimePoint | None, known_at: TimePoint | None, 
     emit(r.to_dict(), lambda con: con.print(r.text or "nothing found"))
 
 
-def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            item = load_object(line, f"{path}:{n}")
-            text = item.get("text", item.get("content"))
-            yield {
-                "text": text, "speaker": item.get("speaker", item.get("role")),
-                "occurred_at": item.get("occurred_at", item.get("timestamp", item.get("time"))),
-                "session": item.get("session"), "source": item.get("source"), "metadata": item.get("metadata"),
-            }
-
-
-def _detect(path: Path) -> str:
-    if path.suffix == ".jsonl":
-        return "jsonl"
-    with path.open(encoding="utf-8") as fh:
-        head = fh.read(4096)
-    if "haystack_sessions" in head:
-        return "longmemeval"
-    if '"conversation"' in head:
-        return "locomo"
-    return "jsonl"
-
-
-def _episodes(path: Path, fmt: str) -> list[dict[str, Any]]:
-    from ..eval import _lme_date, load_locomo, locomo_episodes
-
-    if fmt == "jsonl":
-        return list(_read_jsonl(path))
-    if fmt == "locomo":
-        out: list[dict[str, Any]] = []
-        for conv in load_locomo(path):
-            sample = conv.get("sample_id", "")
-            for ep in locomo_episodes(conv):
-                ep["session"] = f"{sample}/{ep['session']}" if sample else ep["session"]
-                out.append(ep)
-        return out
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(data, list):
-        raise InvalidInputError(f"{path} is not in the LongMemEval format")
-    out = []
-    seen: set[str] = set()
-    for item in data:
-        for sid, date, session in zip(item.get("haystack_session_ids", []), item.get("haystack_dates", []),
-                                      item.get("haystack_sessions", []), strict=False):
-            if str(sid) in seen:
-                continue
-            seen.add(str(sid))
-            when = _lme_date(date)
-            for turn in session or []:
-                if str(turn.get("content") or "").strip():
-                    out.append({"text": turn["content"], "speaker": turn.get("role"), "session": str(sid),
-                                "occurred_at": when})
-    return out
-
-
-@click.command("ingest")
-@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["auto", "jsonl", "locomo", "longmemeval"]), default="auto",
-              show_default=True, help="Transcript format (auto: by extension and content).")
-@click.option("--recorded-at", "recorded", type=click.Choice(["now", "original"]), default="now", show_default=True,
-              help="now: stored at the store clock; original: recorded_at = each turn's occurred_at "
-                   "(importing history; a turn without a time is stored now).")
-@click.option("--no-progress", is_flag=True, help="Do not draw a progress bar on stderr.")
-@click.option("--keep-secrets", is_flag=True,
-              help="Store the text as given: do not redact API keys, tokens, private keys and passwords.")
-@json_option
-def ingest_cmd(path: Path, fmt: str, recorded: str, no_progress: bool, keep_secrets: bool) -> None:
-    """Ingest a transcript as episodes: JSONL turns (text, speaker, timestamp,
-    session), or a LoCoMo or LongMemEval JSON file. Commits every 2000 turns.
-    With --recorded-at original, history is stored as recorded when it was said.
-    Secrets in the text are redacted unless --keep-secrets."""
-    st = state()
-    if fmt == "auto":
-        fmt = _detect(path)
-    eps = _episodes(path, fmt)
-    if recorded == "original":
-        for ep in eps:
-            if ep.get("occurred_at") is not None:
-                ep["recorded_at"] = ep["occurred_at"]
-    mem = st.memory()
-    ids: list[str] = []
-    redacted: dict[str, int] = {}
-
-    def count(_index: int, kinds: Mapping[str, int]) -> None:
-        for kind, n in kinds.items():
-            redacted[kind] = redacted.get(kind, 0) + n
-
-    with _progress(not (no_progress or st.json)) as bar:
-        task = bar.add_task("embedding", total=len(eps))
-        for start in range(0, len(eps), _CHUNK):
-            chunk = eps[start:start + _CHUNK]
-
-            def tick(done: int, _total: int, base: int = start) -> None:
-                bar.update(task, completed=base + done)
-
-            try:
-                ids += mem.add_episodes(chunk, progress=tick, keep_secrets=keep_secrets, on_redact=count)
-            except InvalidInputError as exc:
-                exc.args = (f"{exc} (counting from turn {start}; {len(ids)} turns were stored)",)
-                raise  # the same error type (an InvalidTimeError stays one)
-    total = sum(redacted.values())
-    result = {"path": str(path), "format": fmt, "episodes": len(ids), "redacted": total,
-              "redacted_by_kind": dict(sorted(redacted.items()))}
-    kinds = ", ".join(f"{k} {n}" for k, n in sorted(redacted.items()))
-    note = "secrets kept (--keep-secrets)" if keep_secrets else f"redacted {total} secrets" + (
-        f" ({kinds})" if kinds else "")
-    emit(result, lambda con: con.print(f"ingested {len(ids)} episodes from {path} ({fmt}); {note}"))
-
-
 @click.command("reindex")
 @click.option("--times", is_flag=True, help="Also re-resolve the time mentions of every episode.")
 @click.option("--no-progress", is_flag=True, help="Do not draw a progress bar on stderr.")
@@ -346,5 +232,5 @@ def eval_lme_cmd(path: Path, out: Path, store: Path | None, limit: int | None) -
 def register(main: click.Group) -> None:
     """Add the evidence commands (``search`` replaces the fact-name search,
     which stays available as ``search --facts``)."""
-    for cmd in (remember_cmd, search_cmd, recall_cmd, ingest_cmd, reindex_cmd, eval_group):
+    for cmd in (remember_cmd, search_cmd, recall_cmd, reindex_cmd, eval_group):
         main.add_command(cmd)

@@ -54,7 +54,7 @@ __all__ = ["EpisodeNotFoundError", "Episodes", "episode_store"]
 
 log = logging.getLogger("chronomem.evidence")
 
-_METADATA_TEXT_KEYS = ("caption", "blip_caption", "title", "tags", "summary")
+_METADATA_TEXT_KEYS = ("caption", "blip_caption", "title", "tags", "summary", "links")
 _EMBED_BATCH = 256
 
 
@@ -171,7 +171,9 @@ class Episodes:
         return out
 
     def _write_prepared(self, preps: Sequence[_Prepared], vectors: list[bytes] | None,
-                        facts: Sequence[Mapping[str, Any]] = ()) -> list[EpisodeRecord]:
+                        facts: Sequence[Mapping[str, Any]] = (),
+                        after: Callable[[EpisodeWriteTx, list[EpisodeRecord]], None] | None = None,
+                        ) -> list[EpisodeRecord]:
         emb = self._embedding.current
         recs: list[EpisodeRecord] = []
         with self._es.write() as tx:
@@ -198,6 +200,8 @@ class Episodes:
             tx.bump_episode_generation()
             if facts:
                 self._write_episode_facts(tx, preps[0], facts)
+            if after is not None:
+                after(tx, recs)
         return recs
 
     def _write_episode_facts(self, tx: EpisodeWriteTx, prep: _Prepared, facts: Sequence[Mapping[str, Any]]) -> None:
@@ -313,6 +317,47 @@ class Episodes:
                     on_redact(index, dict(prep.redacted))
         return ids
 
+    def write_batch(self, items: Sequence[Mapping[str, Any]], *, keep_secrets: bool = False,
+                    after: Callable[[EpisodeWriteTx, list[EpisodeRecord | None]], None] | None = None,
+                    progress: Callable[[int, int], None] | None = None,
+                    ) -> tuple[list[EpisodeRecord | None], dict[int, InvalidInputError], dict[int, dict[str, int]]]:
+        """The importer's write: unlike :meth:`add_episodes`, each item (a
+        dict of :meth:`add_episode`'s parameter names) is checked on its own
+        and an invalid one is left out and reported, not raised; the valid
+        ones are embedded and written in one transaction, inside which
+        ``after(tx, records)`` runs with the record per item (``None`` where
+        invalid), so the import keys commit with their episodes. Returns the
+        records, the errors by index and the redaction counts by index."""
+        preps: list[_Prepared] = []
+        where: list[int] = []
+        errors: dict[int, InvalidInputError] = {}
+        for index, item in enumerate(items):
+            try:
+                prep = self._prepare(item.get("text"), item.get("occurred_at"), item.get("recorded_at"),
+                                     item.get("source"), item.get("session"), item.get("speaker"),
+                                     item.get("metadata"), keep_secrets)
+                self._check_recorded([prep], indexed=False)
+            except InvalidInputError as exc:
+                errors[index] = exc
+                continue
+            preps.append(prep)
+            where.append(index)
+        out: list[EpisodeRecord | None] = [None] * len(items)
+
+        def aligned(tx: EpisodeWriteTx, recs: list[EpisodeRecord]) -> None:
+            for index, rec in zip(where, recs, strict=True):
+                out[index] = rec
+            if after is not None:
+                after(tx, out)
+
+        if preps:
+            self._write_prepared(preps, self._embed_prepared(preps, progress), after=aligned)
+        elif after is not None:
+            with self._es.write() as tx:
+                after(tx, out)
+        redacted = {where[i]: dict(p.redacted) for i, p in enumerate(preps) if p.redacted}
+        return out, errors, redacted
+
     def _check_recorded(self, preps: Sequence[_Prepared], *, indexed: bool) -> None:
         """A memory cannot have stored anything in its future: a given
         ``recorded_at`` must not be later than the store's time
@@ -408,6 +453,7 @@ class Episodes:
             # the neighbours' index rows quote its text: index them again, now
             # next to each other (as a new turn re-indexes its neighbours)
             self._reindex_rows(tx, tx.erase_episode(rec.rowid))
+            tx.forget_import_digests(rec.id)  # a re-import skips it, and no hash of its text stays
             tx.compact_episode_index()
             tx.log_erasure(self._scope.ns_id, "episode", 1, reason)
             tx.bump_episode_generation()

@@ -450,6 +450,42 @@ _PATTERNS: list[tuple[re.Pattern[str], Rule | None, str]] = [
      _rule_weekday, "zh"),
 ]
 
+# What a text must hold for each pattern above (same order) to have a chance
+# to match: a digit, a CJK character, or one of some lower-case substrings.
+# Checked first, in C (``in`` / one character class), so a long message
+# pays for the few patterns it could match, not all of them.
+_DIGIT, _CJK_CHAR = "digit", "cjk"
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_SEASON_WORDS = tuple(_SEASONS)
+_GATES: list[str | tuple[str, ...]] = [
+    _DIGIT, ("end", "start", "beginning"), ("year",), _SEASON_WORDS, _SEASON_WORDS, ("weekend",),
+    ("tomorrow", "yesterday"),
+    ("quarter", "q1", "q2", "q3", "q4"), ("weekend",), ("week", "month", "year", *_SEASON_WORDS),
+    ("day", "week", "month", "year"),
+    ("yesterday", "today", "tonight", "tomorrow", "night", "morning", "afternoon", "evening"), ("day",),
+    _DIGIT, ("/",), _DIGIT, _DIGIT, _DIGIT, _MONTHS, _MONTHS, _DIGIT, _DIGIT,
+    *[_CJK_CHAR] * 10,
+]
+assert len(_GATES) == len(_PATTERNS)
+_HAS_DIGIT = re.compile(r"\d")
+_HAS_CJK = re.compile(r"[\u3400-\u9fff]")
+
+
+def _gate(text: str) -> Callable[[str | tuple[str, ...]], bool]:
+    low = text.lower()
+    digit = _HAS_DIGIT.search(text) is not None
+    cjk = _HAS_CJK.search(text) is not None
+
+    def may_match(gate: str | tuple[str, ...]) -> bool:
+        if gate == _DIGIT:
+            return digit
+        if gate == _CJK_CHAR:
+            return cjk
+        return any(part in low for part in gate)
+
+    return may_match
+
+
 def _via_dateparser(phrase: str, language: str, base: _dt.datetime) -> Interval | None:
     try:
         mod = importlib.import_module("dateparser.date")
@@ -501,7 +537,10 @@ def resolve_mentions(text: str, base: _dt.datetime, *, limit: int = 20) -> list[
         raise ValueError("base must be timezone-aware")
     taken: list[tuple[int, int]] = []
     found: list[tuple[int, TimeMention]] = []
-    for pattern, rule, language in _PATTERNS:
+    may_match = _gate(text)
+    for (pattern, rule, language), gate in zip(_PATTERNS, _GATES, strict=True):
+        if not may_match(gate):
+            continue
         for m in pattern.finditer(text):
             a, b = m.span()
             if a == b or any(a < y and x < b for x, y in taken):

@@ -68,6 +68,7 @@ class CopyResult:
     tombstones: int = 0
     vectors: int = 0
     operations: int = 0
+    import_keys: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

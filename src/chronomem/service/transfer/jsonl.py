@@ -67,9 +67,10 @@ EXPORT_FORMAT = "chronomem-export"
 #: ``embedding_model`` and ``episode`` lines, version 4 a fact's typed end
 #: cause (``end_kind``, ``end_reason``; ``invalidated_by`` only a fact id);
 #: files of versions 1 to 3 still restore (a free-text ``invalidated_by``
-#: becomes the ``end_reason``).
-EXPORT_VERSION = 4
-_READS_VERSIONS = (1, 2, 3, 4)
+#: becomes the ``end_reason``); version 5 the ``import_key`` lines (what
+#: transcript imports stored, so a restored memory re-imports nothing).
+EXPORT_VERSION = 5
+_READS_VERSIONS = (1, 2, 3, 4, 5)
 
 
 @dataclass
@@ -83,6 +84,7 @@ class ExportResult:
     episodes: int = 0
     tombstones: int = 0
     vectors: int = 0
+    import_keys: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -141,7 +143,7 @@ def _dump(fp: IO[str], obj: Mapping[str, Any]) -> None:
 
 
 _COUNTED = {"predicate": "predicates", "entity": "entities", "fact": "versions", "source": "sources",
-            "operation": "operations"}
+            "operation": "operations", "import_key": "import_keys"}
 
 
 def export_jsonl(mem: MemoryLike, fp: IO[str]) -> ExportResult:

@@ -19,7 +19,11 @@ exactly the same things. :func:`namespace_records` yields, in this order:
   (``superseded_by``; ``superseded_at``, when it takes effect in valid
   time; ``superseded_recorded_at``, when it was recorded), erasure (a
   tombstone keeps its id and times, its text is empty), the resolved time
-  mentions and the float32 vector of each model.
+  mentions and the float32 vector of each model;
+* ``import_key`` records: what transcript imports stored (a hashed message
+  key, the episode holding its latest version, a digest of that version),
+  so a restored memory does not import the same messages again. The
+  per-file fingerprints are not carried (they describe this machine's files).
 
 A record is a dict shaped like its JSON line (``docs/cli.md``) except that
 times are integer UTC microseconds (``None``: an unknown start, an open end,
@@ -53,7 +57,7 @@ __all__ = ["MENTION_TIME_FIELDS", "RECORD_TYPES", "Record", "TIME_FIELDS", "name
 
 Record = dict[str, Any]
 
-RECORD_TYPES = ("predicate", "entity", "fact", "source", "operation", "embedding_model", "episode")
+RECORD_TYPES = ("predicate", "entity", "fact", "source", "operation", "embedding_model", "episode", "import_key")
 
 #: The fields of each record type that hold times. An episode's
 #: ``mentions`` hold ``start`` / ``end`` times too, and its ``vectors`` map
@@ -169,7 +173,7 @@ def _episode_records(store: EpisodeStore, ns_id: int) -> Iterator[Record]:
     while True:
         batch = store.episode_rows(ns_id, last, _EPISODE_BATCH)
         if not batch:
-            return
+            break
         first, last = batch[0].rowid, batch[-1].rowid
         mentions: dict[int, list[dict[str, Any]]] = {}
         for rowid, start, end, phrase, prec in store.episode_times([r.rowid for r in batch]):
@@ -191,3 +195,5 @@ def _episode_records(store: EpisodeStore, ns_id: int) -> Iterator[Record]:
                 "superseded_recorded_at": r.superseded_recorded_at,
                 "erased_at": r.erased_at, "mentions": mentions.get(r.rowid, []), "vectors": vectors.get(r.rowid, {}),
             }
+    for key, episode_id, digest in store.all_import_keys(ns_id):
+        yield {"type": "import_key", "key": key, "episode_id": episode_id, "digest": digest}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import json
+import re
 from typing import Any, Callable, Mapping, TypeGuard, cast
 
 from ...core.codec import decode_literal
@@ -42,6 +43,8 @@ def _us(rec: Mapping[str, Any], name: str, *, optional: bool) -> int | None:
         raise InvalidInputError(f"{name} must be a time in years 1-9999 (microseconds since 1970, UTC)")
     return value
 
+
+_HEX64 = re.compile(r"[0-9a-f]{64}")
 
 def _prec(rec: Mapping[str, Any], name: str) -> int:
     value = rec.get(name)
@@ -130,6 +133,7 @@ class Restorer:
         self.episode_count = 0
         self.tombstones = 0
         self.vector_count = 0
+        self.import_keys: list[tuple[int, str, str, str]] = []
         self._rows: list[Row] = []
         self._new_fact_ids: list[str] = []  # not yet checked against the store (see _flush)
         self._sources: list[tuple[str, str | None, str | None, int]] = []
@@ -146,6 +150,7 @@ class Restorer:
         self._handlers: dict[str, Callable[[Mapping[str, Any]], None]] = {
             "predicate": self._predicate, "entity": self._entity, "fact": self._fact, "source": self._source,
             "operation": self._operation, "embedding_model": self._embedding_model, "episode": self._episode,
+            "import_key": self._import_key,
         }
 
     # -- driving ------------------------------------------------------------------------
@@ -169,6 +174,7 @@ class Restorer:
             "entities": len(self.entities), "predicates": len(self.predicates), "versions": len(self.versions),
             "facts": len(self.fact_ids), "sources": self.source_count, "operations": len(self.operations),
             "episodes": self.episode_count, "tombstones": self.tombstones, "vectors": self.vector_count,
+            "import_keys": len(self.import_keys),
         }
 
     def finish(self) -> None:
@@ -179,6 +185,8 @@ class Restorer:
             self._index(last, before, None)
         self._open_turns.clear()
         self._restate_old_supersessions()
+        if self.import_keys:
+            self._etx().put_import_keys(self.import_keys)
         for where, op_id, at, undone, payload in self.operations:
             try:
                 restore_merge(self.tx, self.ns, op_id, at, undone, payload, self.entities)
@@ -394,6 +402,22 @@ class Restorer:
         if not self.tx.capabilities.episodes:
             raise StoreError(f"the {type(self.tx).__name__} backend does not store episodes")
         return cast(EpisodeWriteTx, self.tx)
+
+    def _import_key(self, rec: Mapping[str, Any]) -> None:
+        """A transcript import's key: hashes only (``service/ingest/run.py``),
+        for an episode carried earlier in the same file."""
+        key = rec.get("key")
+        digest = rec.get("digest")
+        episode_id = rec.get("episode_id")
+        if not isinstance(key, str) or not _HEX64.fullmatch(key):
+            raise InvalidInputError("an import_key's key must be 64 hex digits")
+        if not isinstance(digest, str) or not (digest == "" or _HEX64.fullmatch(digest)):
+            raise InvalidInputError("an import_key's digest must be 64 hex digits or empty (erased)")
+        if not isinstance(episode_id, str) or episode_id not in self.episode_ids:
+            raise InvalidInputError(f"import_key {key[:12]}…: episode {episode_id!r} is not in the file before it")
+        if not self.tx.capabilities.episodes:
+            return
+        self.import_keys.append((self.ns, key, episode_id, digest))
 
     def _embedding_model(self, rec: Mapping[str, Any]) -> None:
         name = _text(rec, "name", "an embedding model needs a 'name'")

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import IO, Any, Callable, Iterable, Iterator, cast
 
 from ...core.codec import encode_literal
+from ...core.ids import new_id
 from ...core.limits import MAX_ID_CHARS, MAX_SOURCE_CHARS, check_bool, check_json, check_text
 from ...core.names import normalize_key
 from ...errors import InvalidInputError, InvalidIntervalError
@@ -32,10 +33,12 @@ Progress = Callable[[int, int], None]
 
 @dataclass
 class ImportResult:
-    """What an import did. ``rows`` counts records read; ``added`` the rows
-    handed to :meth:`Memory.add_facts`; ``facts`` the distinct facts they
-    became (duplicates and overlaps coalesce); ``skipped`` invalid rows, whose
-    first messages are in ``errors``. A restored export fills ``entities``,
+    """What an import did. ``rows`` counts records read: each was ``added``
+    (it became a new fact), ``present`` (its fact was already there, in the
+    store or from an earlier row of the file: an identical or contained
+    fact, or an overlapping one it was joined to) or ``skipped`` (invalid;
+    the first messages are in ``errors``). ``facts`` counts the distinct
+    facts the valid rows became or matched. A restored export fills ``entities``,
     ``predicates``, ``versions``, ``sources``, ``operations``, ``episodes``
     (with their content), ``tombstones`` (erased episodes) and ``vectors``
     instead."""
@@ -43,6 +46,7 @@ class ImportResult:
     format: str
     rows: int = 0
     added: int = 0
+    present: int = 0
     facts: int = 0
     skipped: int = 0
     errors: list[str] = field(default_factory=list)
@@ -54,6 +58,7 @@ class ImportResult:
     episodes: int = 0
     tombstones: int = 0
     vectors: int = 0
+    import_keys: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -146,16 +151,26 @@ def add_batches(
 
     def flush() -> None:
         if batch:
+            # ids are made in increasing order in this process (core/ids.py): a
+            # fact this batch creates has an id past the marker, a fact the
+            # store already held one before it (or another form: an imported id)
+            marker = new_id()
             try:
-                fact_ids.update(mem.add_facts(batch))
+                ids = mem.add_facts(batch)
             except InvalidInputError as exc:
-                done = f"; the {result.added} rows before them were imported" if result.added else ""
+                handed = result.added + result.present
+                done = f"; the {handed} rows before them were imported" if handed else ""
                 # the same error, re-worded: its type and fields (InvalidTimeError.field, ...) stay
                 exc.args = (f"lines {lines[0]}-{lines[-1]} (one batch, not imported): {exc}{done}",)
                 raise exc from None
-            result.added += len(batch)
+            for fid in ids:
+                if fid not in fact_ids and fid > marker and len(fid) == len(marker):
+                    result.added += 1
+                else:
+                    result.present += 1
+                fact_ids.add(fid)
             result.facts = len(fact_ids)
-            log.info("imported %d rows", result.added)
+            log.info("imported %d rows (%d new facts)", result.added + result.present, result.added)
             batch.clear()
             lines.clear()
 

@@ -167,6 +167,20 @@ class EpisodeSQL:
             f"WHERE k.ns_id = {ph} AND k.key >= {ph} AND k.key < {ph} LIMIT {ph}"
         )
         self.episode_generation = "SELECT value FROM meta WHERE key = 'episode_generation'"
+        # -- imports (schema 7) -------------------------------------------------
+        self.import_keys_head = f"SELECT key, episode_id, digest FROM import_keys WHERE ns_id = {ph} AND "
+        self.all_import_keys = f"SELECT key, episode_id, digest FROM import_keys WHERE ns_id = {ph} ORDER BY key"
+        self.put_import_key = (
+            f"INSERT INTO import_keys (ns_id, key, episode_id, digest) VALUES {values(4)} "
+            "ON CONFLICT (ns_id, key) DO UPDATE SET episode_id = excluded.episode_id, digest = excluded.digest"
+        )
+        self.import_file = f"SELECT fingerprint FROM import_files WHERE ns_id = {ph} AND path_key = {ph}"
+        self.put_import_file = (
+            f"INSERT INTO import_files (ns_id, path_key, fingerprint, imported_at) VALUES {values(4)} "
+            "ON CONFLICT (ns_id, path_key) DO UPDATE SET fingerprint = excluded.fingerprint, "
+            "imported_at = excluded.imported_at"
+        )
+        self.forget_import_digests = f"UPDATE import_keys SET digest = '' WHERE episode_id = {ph}"
         self.episode_count = f"SELECT count(*) FROM episodes WHERE ns_id = {ph} AND erased_at IS NULL"
 
     def where(self, f: EpisodeFilter) -> tuple[list[str], list[Any]]:
@@ -270,6 +284,17 @@ class BaseEpisodeTx(ABC):
 
     def bump_episode_generation(self) -> None:
         self._execute(self.ep_sql.bump_generation)
+
+    # -- imports ---------------------------------------------------------------
+    def put_import_keys(self, items: Sequence[tuple[int, str, str, str]]) -> None:
+        for item in items:
+            self._execute(self.ep_sql.put_import_key, item)
+
+    def put_import_file(self, ns_id: int, path_key: str, fingerprint: str) -> None:
+        self._execute(self.ep_sql.put_import_file, (ns_id, path_key, fingerprint, self.now))
+
+    def forget_import_digests(self, episode_id: str) -> None:
+        self._execute(self.ep_sql.forget_import_digests, (episode_id,))
 
     # -- embedding models --------------------------------------------------------
     def embedding_model_id(self, name: str, dim: int) -> int:
@@ -409,6 +434,23 @@ class BaseEpisodeStore(ABC):
         """``(rowid, float32 bytes, recorded_at, occurred_at, session)`` by rowid."""
         (rows,) = self._fetch((self.ep_sql.load_vectors, (ns_id, model_id, after_rowid, limit)))
         return [(int(r[0]), self._vector_bytes(r[1]), int(r[2]), r[3], r[4]) for r in rows]
+
+    # -- imports -----------------------------------------------------------------------
+    def import_keys(self, ns_id: int, keys: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """``key -> (episode_id, digest)`` for those of ``keys`` stored."""
+        if not keys:
+            return {}
+        head = self.ep_sql.import_keys_head
+        queries = [(sql, [ns_id, *params]) for sql, params in self._in_queries(head, "key", keys, 400)]
+        return {str(k): (str(e), str(d)) for rows in self._fetch(*queries) for k, e, d in rows}
+
+    def import_file(self, ns_id: int, path_key: str) -> str | None:
+        (rows,) = self._fetch((self.ep_sql.import_file, (ns_id, path_key)))
+        return str(rows[0][0]) if rows else None
+
+    def all_import_keys(self, ns_id: int) -> list[tuple[str, str, str]]:
+        (rows,) = self._fetch((self.ep_sql.all_import_keys, (ns_id,)))
+        return [(str(k), str(e), str(d)) for k, e, d in rows]
 
     # -- names -------------------------------------------------------------------------
     def entity_names_with_prefix(self, ns_id: int, prefix: str, limit: int) -> list[str]:
