@@ -84,7 +84,9 @@ def test_every_command_has_json_and_help() -> None:
                      "predicate define", "predicate list", "entity", "search", "stats", "import", "export", "demo"):
         assert f"chronomem {expected}" in names
     for path, cmd in found:
-        if path == "chronomem mcp":  # the stdio MCP server speaks JSON-RPC on stdout already
+        # the stdio MCP server speaks JSON-RPC on stdout already; a hook's stdout
+        # is the JSON its client reads (docs/hooks.md)
+        if path in ("chronomem mcp", "chronomem hook"):
             continue
         assert any("--json" in p.opts for p in cmd.params), f"{path} has no --json"
     result = CliRunner().invoke(main, ["--help"])
@@ -103,7 +105,8 @@ def test_add_and_facts_json(tmp_path: Path) -> None:
     assert fact["id"] == added["id"]
     assert js(db, "facts", "--as-of", "2025") == []
     human = ok(db, "facts").stdout
-    assert "Acme" in human and "[2020-06, 2024)" in human and added["id"] in human
+    # tables show the short id (the id's last 8 characters), which every command takes
+    assert "Acme" in human and "[2020-06, 2024)" in human and added["id"][-8:] in human and added["id"] not in human
 
 
 def test_typed_literals(tmp_path: Path) -> None:

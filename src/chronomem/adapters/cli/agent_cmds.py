@@ -99,11 +99,12 @@ _dry_option = click.option("--dry-run", is_flag=True, help="Print the change as 
 @_scope_option
 @_project_option
 @_dry_option
-@click.option("--hooks", is_flag=True, help="Also add a session-end reminder hook where the client supports "
-                                            "hooks (Claude Code).")
+@click.option("--hooks", is_flag=True, help="Also add hooks that run `chronomem hook claude-code` on "
+                                            "UserPromptSubmit, Stop, PreCompact and SessionEnd (Claude Code).")
 @click.option("--list", "list_", is_flag=True, help="Show which clients are detected and configured.")
 @click.option("--command", "command", default=None, metavar="CMD",
-              help="Executable the client runs (default: the chronomem found on PATH).")
+              help="Executable the client runs (default: this chronomem, as an absolute path; with "
+                   "--scope project a bare `chronomem`).")
 @json_option
 def install_cmd(client: str | None, scope: str, project: Path | None, dry_run: bool, hooks: bool, list_: bool,
                 command: str | None) -> None:
@@ -111,8 +112,10 @@ def install_cmd(client: str | None, scope: str, project: Path | None, dry_run: b
 
     CLIENT is one of: claude-code, claude-desktop, cursor, vscode, codex,
     gemini, windsurf, zed, cline, opencode, goose. The server runs
-    `chronomem --db <this --db> mcp`. Other servers in the file are kept, the
-    previous file is saved as <file>.bak, and re-running is a no-op.
+    `chronomem --db <this --db> mcp` with absolute paths; --scope project
+    writes a shareable file instead (bare `chronomem`, the database relative
+    to the project). Other servers in the file are kept, the previous file is
+    saved as <file>.bak, and re-running is a no-op. See docs/install.md.
     """
     from ..install import detect, install
 
@@ -135,7 +138,7 @@ def install_cmd(client: str | None, scope: str, project: Path | None, dry_run: b
 @_dry_option
 @json_option
 def uninstall_cmd(client: str, scope: str, project: Path | None, dry_run: bool) -> None:
-    """Remove the chronomem MCP server (and its reminder hook) from CLIENT's config."""
+    """Remove the chronomem MCP server (and its hooks) from CLIENT's config."""
     from ..install import uninstall
 
     out = uninstall(client, scope=scope, dry_run=dry_run, project=project)  # type: ignore[arg-type]

@@ -20,8 +20,6 @@ log = logging.getLogger("chronomem.cli")
 
 
 @click.command("serve")
-@click.option("--db", "db", default=None, metavar="PATH", help="Memory database (overrides the global --db).")
-@click.option("--namespace", "namespace", default=None, help="Namespace (overrides the global --namespace).")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind. Anything but loopback requires a token.")
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535),
@@ -30,7 +28,7 @@ log = logging.getLogger("chronomem.cli")
               help="Bearer token for API writes and /mcp (every route when not on loopback) [env CHRONOMEM_TOKEN].")
 @click.option("--no-mcp", is_flag=True, help="Do not mount the MCP endpoint at /mcp.")
 @json_option
-def serve_cmd(db: str | None, namespace: str | None, host: str, port: int, token: str | None, no_mcp: bool) -> None:
+def serve_cmd(host: str, port: int, token: str | None, no_mcp: bool) -> None:
     """Serve the web view (/), the JSON API (/api) and MCP (/mcp) until Ctrl-C.
 
     The web view is read-only; writes go through the API. Binding a
@@ -38,11 +36,7 @@ def serve_cmd(db: str | None, namespace: str | None, host: str, port: int, token
     """
     from ..web.server import bind, build_app, is_loopback, resolve_token, run_app
 
-    st = state()
-    if db is not None:
-        st.db = db
-    if namespace is not None:
-        st.namespace = namespace
+    st = state()  # --db / --namespace after `serve` are the group's (see ChronomemGroup)
     resolved = resolve_token(token, host)  # refuse an unsafe bind before opening anything
     mem = st.memory()
     app = build_app(mem, host=host, token=resolved, mcp=not no_mcp)
@@ -63,7 +57,13 @@ def serve_cmd(db: str | None, namespace: str | None, host: str, port: int, token
     sys.stdout.flush()
     level = logging.getLogger("chronomem").getEffectiveLevel()
     uv_level = "info" if level <= logging.INFO else "warning"
-    run_app(app, sock, log_level=uv_level)
+    if is_loopback(host):  # hooks of this database ask this server for their recall (docs/hooks.md)
+        from ..hooks.server_link import announce
+
+        with announce(st.db_path, st.namespace, f"http://{shown}:{port}/"):
+            run_app(app, sock, log_level=uv_level)
+    else:
+        run_app(app, sock, log_level=uv_level)
 
 
 def register(main: click.Group) -> None:

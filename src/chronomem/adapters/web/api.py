@@ -214,6 +214,16 @@ def api_routes(mem: Memory) -> list[Route]:
 
         return JSONResponse(await run_in_threadpool(run))
 
+    async def get_recall(request: Request) -> Response:
+        q = request.query_params
+
+        def run() -> dict[str, Any]:
+            t = _Times(mem, request)
+            return t.echo(evidence.recall_view(mem, q.get("q"), q.get("budget_tokens"), t.get("at"),
+                                               known_at=t.get("known_at")))
+
+        return JSONResponse(await run_in_threadpool(run))
+
     async def get_episode(request: Request) -> Response:
         episode_id = request.path_params["episode_id"]
         q = request.query_params
@@ -248,6 +258,7 @@ def api_routes(mem: Memory) -> list[Route]:
         Route("/api/diff", get_diff, methods=["GET"]),
         Route("/api/conflicts", get_conflicts, methods=["GET"]),
         Route("/api/search", get_search, methods=["GET"]),
+        Route("/api/recall", get_recall, methods=["GET"]),
         Route("/api/episodes", post_episode, methods=["POST"]),
         Route("/api/episodes/{episode_id}", get_episode, methods=["GET"]),
     ]

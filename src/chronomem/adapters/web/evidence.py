@@ -82,6 +82,23 @@ def _hit_dict(rank: int, hit: Hit, at: _dt.datetime) -> dict[str, Any]:
     }
 
 
+def recall_view(mem: Memory, q: str | None, budget_tokens: str | None, at: TimeLike | None,
+                *, known_at: TimeLike | None = None) -> dict[str, Any]:
+    """``mem.recall`` for ``q`` (what the Claude Code hook adds to a prompt,
+    asked of a running server): ``Recall.to_dict()``. ``budget_tokens``
+    defaults to 1500 (the recall checks its range)."""
+    if q is None or not q.strip():
+        raise InvalidInputError("recall needs a question: ?q=...")
+    budget = 1500
+    if budget_tokens is not None and budget_tokens.strip():
+        try:
+            budget = int(budget_tokens)
+        except ValueError:
+            raise InvalidInputError(f"budget_tokens must be an integer, not {budget_tokens!r}") from None
+    return mem.recall(q, at=param_time(mem, at, "at"), known_at=param_time(mem, known_at, "known_at"),
+                      budget_tokens=budget).to_dict()
+
+
 def search_view(mem: Memory, q: str | None, view: str | None, at: TimeLike | None, k: str | None,
                 *, known_at: TimeLike | None = None, require_query: bool = False) -> dict[str, Any]:
     """Evidence search: the hits of ``mem.search`` with their score parts,

@@ -244,6 +244,21 @@ def openapi_document() -> dict[str, Any]:
                     "basis": {"type": "object", "description": "view, at, known_at, now and k used"},
                     "query": {"type": "string"}, "count": {"type": "integer"},
                     "hits": {"type": "array", "items": _HIT}, "times": _TIMES}}), **_errors(400)}}},
+            "/api/recall": {"get": {
+                "summary": "recall for a question, packed for a prompt: the facts of the entities it names, the "
+                           "facts that had ended, then evidence, within a token budget (what the Claude Code hook "
+                           "adds to a prompt)",
+                "parameters": [_q("q", "the question", required=True),
+                               _q("budget_tokens", "token budget of the packed items (default 1500)",
+                                  schema={"type": "integer", "minimum": 1}),
+                               _tq("at", "the instant the facts are valid at and the evidence view taken at "
+                                  "(default now)"),
+                               _tq("known_at", "the system time the memory is asked as of (default now)")],
+                "responses": {"200": _json({"type": "object", "properties": {
+                    "question": {"type": "string"}, "at": {"type": "string"}, "text": {"type": "string"},
+                    "items": {"type": "array", "items": {"type": "object"}},
+                    "hits": {"type": "array", "items": {"type": "object"}}, "tokens": {"type": "integer"},
+                    "times": _TIMES}}), **_errors(400)}}},
             "/api/episodes": {"post": {
                 "summary": "store one piece of evidence verbatim and index it",
                 "security": [{"bearer": []}],
