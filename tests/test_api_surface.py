@@ -31,7 +31,7 @@ EXPECTED_ALL = {
     "CardinalityError", "NotFoundError", "FactNotFoundError", "EntityNotFoundError", "PredicateNotFoundError",
     "ConflictError", "AliasConflictError", "ConfirmationRequiredError", "StoreError", "SchemaVersionError",
     "StoreLockedError", "MissingExtraError", "ExportVersionError", "EpisodeNotFoundError", "UnsafeBindError",
-    "LimitExceededError",
+    "LimitExceededError", "AmbiguousIdError",
 }
 
 #: errors of chronomem.errors that a caller of the memory API never sees (the
@@ -146,7 +146,7 @@ def test_error_tree_shape() -> None:
     e = chronomem
     invalid: list[type[Exception]] = [e.InvalidTimeError, e.InvalidIntervalError, e.InvalidNameError,
                                       e.CardinalityError, e.ExportVersionError, e.UnsafeBindError,
-                                      e.LimitExceededError]
+                                      e.LimitExceededError, e.AmbiguousIdError]
     for sub in invalid:
         assert issubclass(sub, e.InvalidInputError)
     missing: list[type[Exception]] = [e.FactNotFoundError, e.EntityNotFoundError, e.PredicateNotFoundError,

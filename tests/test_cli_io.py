@@ -93,7 +93,7 @@ def test_import_tsv_with_mapping_and_inclusive_end(tmp_path: Path) -> None:
     tsv = _table(tmp_path / "wiki.tsv", WIKI_LIKE, "\t")
     result = run(db, "import", str(tsv), "--map", MAP, "--inclusive-end")
     assert result.exit_code == 0, result.output
-    assert "imported 3 of 4 rows as 3 facts" in result.stdout
+    assert "read 4 rows: 3 added as new facts, 0 already present, 1 skipped (invalid)" in result.stdout
     assert "skipped 1 invalid row" in result.stderr and "line 5" in result.stderr
     mem = chronomem.open(db)
 

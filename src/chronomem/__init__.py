@@ -25,6 +25,7 @@ from .core.names import normalize_key
 from .core.time import FakeClock, Precision, SystemClock, TimePoint, period_end
 from .errors import (
     AliasConflictError,
+    AmbiguousIdError,
     CardinalityError,
     ChronomemError,
     ConfirmationRequiredError,
@@ -55,6 +56,7 @@ __version__ = "0.1.0"
 __all__ = [
     "__version__",
     "AliasConflictError",
+    "AmbiguousIdError",
     "CardinalityError",
     "ChronomemError",
     "CloseKind",

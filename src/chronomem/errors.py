@@ -11,6 +11,7 @@
     │   ├── LimitExceededError       a value past a documented limit (docs/limits.md)
     │   │   └── BodyTooLargeError    web: a request body larger than the server reads (413)
     │   ├── CardinalityError         a write that would break a predicate's cardinality
+    │   ├── AmbiguousIdError         a shortened fact id that names several facts
     │   ├── ExportVersionError       an export's format_version this chronomem cannot read
     │   └── UnsafeBindError          serving a non-loopback address without a bearer token
     ├── NotFoundError                (also a LookupError)
@@ -40,6 +41,7 @@ from __future__ import annotations
 
 __all__ = [
     "AliasConflictError",
+    "AmbiguousIdError",
     "AuthenticationError",
     "BodyTooLargeError",
     "CardinalityError",
@@ -137,6 +139,24 @@ class BodyTooLargeError(LimitExceededError):
 
 class CardinalityError(InvalidInputError):
     """The write would leave two values of a single-valued predicate valid at once."""
+
+
+class AmbiguousIdError(InvalidInputError):
+    """A shortened fact id (a prefix of the id, or the short id tables
+    print) names more than one fact. ``field`` is the parameter, ``value``
+    what was given, ``candidates`` the first full ids it names (a few, in id
+    order) and ``more`` whether it names others too. Nothing was written."""
+
+    def __init__(self, value: str, candidates: tuple[str, ...], *, more: bool = False,
+                 field: str = "fact_id") -> None:
+        self.value = value
+        self.candidates = candidates
+        self.more = more
+        self.field = field
+        listed = ", ".join(candidates) + (", ..." if more else "")
+        count = f"more than {len(candidates)}" if more else str(len(candidates))
+        super().__init__(f"{field} {value!r} is ambiguous: it names {count} facts ({listed}); "
+                         "give more of the id, or the whole id")
 
 
 class ExportVersionError(InvalidInputError):

@@ -8,11 +8,12 @@ this process always sort after earlier ones, even within one millisecond.
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from typing import Iterator
 
-__all__ = ["new_id", "id_block"]
+__all__ = ["MIN_ID_CHARS", "SHORT_ID_CHARS", "id_block", "is_full_id", "new_id", "short_id"]
 
 _lock = threading.Lock()
 _last_ms = 0
@@ -71,3 +72,25 @@ def id_block(size: int = 4096) -> Iterator[str]:
         ms, start = _reserve(size)
         for rand in range(start, start + size):
             yield _format(ms, rand)
+
+
+# -- short forms ---------------------------------------------------------------
+#: a shortened fact id needs this many characters: fewer would name many facts
+MIN_ID_CHARS = 8
+#: the short id's length: the end of an id, its per-millisecond counter,
+#: where ids made in one millisecond count up and so differ; its start is the
+#: timestamp, shared by every id of the same minute
+SHORT_ID_CHARS = 8
+_FULL = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def is_full_id(text: str) -> bool:
+    """Has ``text`` the form of a whole id (taken as it is, with no lookup)?"""
+    return _FULL.fullmatch(text) is not None
+
+
+def short_id(fact_id: str, chars: int = SHORT_ID_CHARS) -> str:
+    """The short form of a fact id that tables print: a chronomem id's last
+    ``chars`` hex digits (default 8), any other id whole. Every call taking a
+    fact id accepts it (``FactReads.resolve_id``)."""
+    return fact_id[-chars:] if is_full_id(fact_id) and chars >= MIN_ID_CHARS else fact_id

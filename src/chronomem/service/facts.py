@@ -16,7 +16,6 @@ from ..core.time import MAX_US, MIN_US, Precision, TimeLike, TimePoint
 from ..core.version import CloseKind, Row
 from ..errors import (
     ConfirmationRequiredError,
-    EntityNotFoundError,
     FactNotFoundError,
     InvalidInputError,
     InvalidIntervalError,
@@ -25,6 +24,7 @@ from ..errors import (
 from .gcpause import paused_gc
 from .reads import FactReads
 from .scope import Scope
+from .suggest import unknown_entity
 from .unit_of_work import writing
 
 __all__ = ["FactWrites"]
@@ -56,7 +56,7 @@ class FactWrites:
         scope = self._scope
         if row.rowid is None and id(row) not in work.new_rows:
             # not written as such (a no-op write dropped it): read what is believed
-            versions = self._reads.versions(row.fact_id)
+            versions = self._reads.versions_of(row.fact_id)
             for f in versions:
                 if f.system_to is None:
                     return f
@@ -196,11 +196,14 @@ class FactWrites:
         such fact is believed in this namespace and
         :class:`InvalidIntervalError` if ``ended`` does not lie inside its
         valid interval (at its start it would leave an empty interval: use
-        :meth:`retract` if it was never true). Returns the new, ended version."""
+        :meth:`retract` if it was never true). Returns the new, ended version.
+        Every ``fact_id`` here may be shortened: a unique start of the id, or
+        its end (the short id tables print), of 8 characters or more."""
         why = _reason(reason)
         end = (self._scope.parse_time(ended, "ended") if ended is not None
                else TimePoint(self._scope.now_us(), Precision.MICROSECOND))
         scope = self._scope
+        fact_id = self._reads.resolve_id(fact_id)
         with writing(scope, shared=True) as uow:
             tx = uow.tx
             # a fact's (subject, predicate) group changes only in exclusive
@@ -231,7 +234,7 @@ class FactWrites:
         ``ended_by`` is ``corrected``, its ``ended_reason`` the free-text
         ``reason`` if given). Changeable: subject, predicate, object,
         valid_from, valid_to, confidence, source, episode_id, properties,
-        literal.
+        literal. ``fact_id`` may be shortened (see :meth:`invalidate_fact`).
         """
         why = _reason(reason)
         unknown = set(changes) - _CORRECTABLE
@@ -240,6 +243,7 @@ class FactWrites:
         if not changes:
             raise InvalidInputError("correct() needs at least one field to change")
         scope = self._scope
+        fact_id = self._reads.resolve_id(fact_id)
         with writing(scope) as uow:
             work = uow.work
             old = uow.believed(fact_id)
@@ -271,12 +275,13 @@ class FactWrites:
         """It was never true: stop believing ``fact_id`` (history keeps it).
         Values it had superseded are restored. Returns the retracted version
         (``ended_by`` ``retracted``, ``ended_reason`` the free-text ``reason``
-        if given)."""
+        if given). ``fact_id`` may be shortened (see :meth:`invalidate_fact`)."""
         why = _reason(reason)
+        fact_id = self._reads.resolve_id(fact_id)
         with writing(self._scope) as uow:
             uow.work.retract(uow.believed(fact_id), why)
             uow.unsupersede(fact_id)
-        return max(self._reads.versions(fact_id), key=lambda f: f.version)
+        return max(self._reads.versions_of(fact_id), key=lambda f: f.version)
 
     def erase(self, fact_id: str | None = None, *, entity: str | None = None, confirm: bool = False,
               reason: str | None = None) -> int:
@@ -284,13 +289,16 @@ class FactWrites:
         facts coalesced into it) or an entity with all its facts, its names
         and the entities merged into it, for privacy. Needs ``confirm=True``.
         Leaves an erasure-log row without content. Returns the number of
-        versions deleted (``docs/concepts/time.md``, "Erasure")."""
+        versions deleted (``docs/concepts/time.md``, "Erasure"). ``fact_id``
+        may be shortened (see :meth:`invalidate_fact`)."""
         if (fact_id is None) == (entity is None):
             raise InvalidInputError("erase() takes exactly one of fact_id or entity=")
         if not check_bool(confirm, "confirm"):  # confirm="no" must not erase
             raise ConfirmationRequiredError("erase() deletes data permanently; call it again with confirm=True")
         reason = _reason(reason)
         ns = self._scope.ns_id
+        if fact_id is not None:
+            fact_id = self._reads.resolve_id(fact_id)
         with writing(self._scope) as uow:
             tx, work = uow.tx, uow.work
             if fact_id is not None:
@@ -313,7 +321,7 @@ class FactWrites:
             else:
                 eid = tx.entity_id(ns, normalize_key(entity, "entity"))
                 if eid is None:
-                    raise EntityNotFoundError(f"no entity named {entity!r}")
+                    raise unknown_entity(self._scope.store, ns, self._scope.namespace, str(entity))
                 n = tx.erase_entity(eid)
                 tx.log_erasure(ns, "entity", n, reason)
         self._scope.store.after_erasure("fact" if fact_id is not None else "entity")  # e.g. SQLite's WAL

@@ -25,10 +25,10 @@ from ..errors import (
 )
 from ..store.protocol import EntityRecord, PredicateRecord, WriteTx
 from .scope import Scope
+from .suggest import unknown_entity
 from .unit_of_work import writing
 
 __all__ = ["Identity", "local_merge_payload", "portable_merge_payload", "restore_merge"]
-
 
 class Identity:
     """Entities, aliases, merges and predicates of one namespace."""
@@ -43,10 +43,20 @@ class Identity:
         )
 
     def entity(self, name: str) -> Entity:
-        """The entity ``name`` (or an alias) resolves to."""
-        rec = self._scope.store.entity(self._scope.require_entity(name))
+        """The entity ``name`` (or an alias) resolves to. Raises
+        :class:`EntityNotFoundError` naming the close names it may mean."""
+        scope = self._scope
+        eid = scope.entity_id(name)
+        if eid is None:
+            raise self.unknown(name)
+        rec = scope.store.entity(eid)
         assert rec is not None
         return self._entity_model(rec)
+
+    def unknown(self, name: str) -> EntityNotFoundError:
+        """The error for ``name`` naming no entity, with "did you mean"."""
+        scope = self._scope
+        return unknown_entity(scope.store, scope.ns_id, scope.namespace, name)
 
     def entities(self) -> list[Entity]:
         return [self._entity_model(r) for r in self._scope.store.entities(self._scope.ns_id)]
@@ -88,9 +98,9 @@ class Identity:
             keep_id = tx.entity_id(self._scope.ns_id, normalize_key(keep, "entity"))
             fold_id = tx.entity_id(self._scope.ns_id, normalize_key(fold, "entity"))
             if keep_id is None:
-                raise EntityNotFoundError(f"no entity named {keep!r}")
+                raise self.unknown(keep)
             if fold_id is None:
-                raise EntityNotFoundError(f"no entity named {fold!r}")
+                raise self.unknown(fold)
             if keep_id == fold_id:
                 raise InvalidInputError(f"{keep!r} and {fold!r} are already the same entity")
             work = uow.work

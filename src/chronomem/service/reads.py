@@ -5,15 +5,17 @@ store's tuples into :class:`~chronomem.core.models.Fact` values)."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any, Iterable, Sequence, TypeVar
 
 from ..core import analysis as _analysis
 from ..core.codec import encode_literal, tuples_to_facts
+from ..core.ids import MIN_ID_CHARS, is_full_id
 from ..core.limits import MAX_COUNT, MAX_FACTS_LIMIT, check_bool, check_count
 from ..core.models import Event, Fact, Provenance, Stats
 from ..core.names import normalize_key
 from ..core.time import MAX_US, MIN_US, TimeLike, from_us, to_us
-from ..errors import FactNotFoundError, InvalidInputError, InvalidIntervalError
+from ..errors import AmbiguousIdError, FactNotFoundError, InvalidInputError, InvalidIntervalError
 from ..store.protocol import FactQuery
 from .scope import Scope, count
 
@@ -24,6 +26,11 @@ T = TypeVar("T")
 _DIRECTIONS = ("out", "in", "both")
 #: from this offset on, a LIMITed read walks narrow rows to its page (:meth:`FactReads._deep_page`)
 DEEP_OFFSET = 1000
+
+
+#: an ambiguous shortened id lists at most this many of the facts it names
+MAX_ID_CANDIDATES = 5
+_HEX = re.compile(r"[0-9A-Fa-f-]+")
 
 
 def _HISTORY_ORDER(r: Sequence[Any]) -> tuple[Any, ...]:
@@ -233,10 +240,42 @@ class FactReads:
         rows.sort(key=_HISTORY_ORDER)
         return rows
 
+    def resolve_id(self, fact_id: str, field: str = "fact_id") -> str:
+        """The full id ``fact_id`` names: an id as it is, else the one fact
+        of the namespace whose id starts or ends with it (at least 8
+        characters: an id's start, or the short id tables print). Raises
+        :class:`FactNotFoundError` when none does and
+        :class:`AmbiguousIdError` (listing a few) when several do."""
+        if not isinstance(fact_id, str):
+            raise InvalidInputError(f"{field} must be a string, not {type(fact_id).__name__}")
+        text = fact_id.strip()
+        if is_full_id(text):
+            return text  # a whole id: its own read says whether it exists
+        if not text:
+            raise InvalidInputError(f"{field} must not be empty")
+        scope = self._scope
+        if self.rows(FactQuery(scope.ns_id, fact_ids=[text], all_versions=True)):
+            return text  # an imported fact keeps its id, whatever its form
+        where = f"in namespace {scope.namespace!r}"
+        if len(text) < MIN_ID_CHARS:
+            raise FactNotFoundError(f"no fact with id {text!r} {where}; a shortened id needs at least "
+                                    f"{MIN_ID_CHARS} characters (the start of the id, or the short id tables show)")
+        if _HEX.fullmatch(text):
+            text = text.lower()  # chronomem's ids are lower-case hex
+        found = scope.store.fact_ids_matching(scope.ns_id, text, MAX_ID_CANDIDATES + 1)
+        if len(found) == 1:
+            return found[0]
+        if not found:
+            raise FactNotFoundError(f"no fact {where} has an id that starts or ends with {text!r}")
+        raise AmbiguousIdError(text, tuple(found[:MAX_ID_CANDIDATES]), more=len(found) > MAX_ID_CANDIDATES,
+                               field=field)
+
     def fact(self, fact_id: str, *, known_at: TimeLike | None = None) -> Fact:
-        """One fact by id: the version believed at ``known_at`` (default now)."""
+        """One fact by id (or a unique shortened id, see :meth:`resolve_id`):
+        the version believed at ``known_at`` (default now)."""
         at = self._scope.known(known_at)
-        versions = self.versions(fact_id)
+        fact_id = self.resolve_id(fact_id)
+        versions = self.versions_of(fact_id)
         if not versions:
             raise FactNotFoundError(f"no fact with id {fact_id!r} in namespace {self._scope.namespace!r}")
         for f in versions:
@@ -247,14 +286,19 @@ class FactReads:
         return versions[-1]
 
     def versions(self, fact_id: str) -> list[Fact]:
-        """All versions of one fact, oldest first."""
+        """All versions of one fact (its id or a unique shortened id), oldest first."""
+        return self.versions_of(self.resolve_id(fact_id))
+
+    def versions_of(self, fact_id: str) -> list[Fact]:
+        """:meth:`versions` of a whole id (no lookup of a shortened one)."""
         facts = self.run(FactQuery(self._scope.ns_id, fact_ids=[fact_id], all_versions=True))
         return sorted(facts, key=lambda f: f.version)
 
     def evidence(self, fact_id: str) -> list[Provenance]:
         """Every recorded source of a fact: its first source, then extra ones."""
         scope = self._scope
-        versions = self.versions(fact_id)
+        fact_id = self.resolve_id(fact_id)
+        versions = self.versions_of(fact_id)
         if not versions:
             raise FactNotFoundError(f"no fact with id {fact_id!r}")
         first = versions[0]

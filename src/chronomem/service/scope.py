@@ -16,8 +16,8 @@ from ..core.names import normalize_key
 from ..core.phrases import ResolvedTime, resolve_time
 from ..core.time import FIRST_US, LAST_US, SystemClock, TimeLike, TimePoint, from_us, parse_time, peek_clock, to_us
 from ..core.version import Row
-from ..errors import EntityNotFoundError
 from ..store.protocol import PredicateRecord, Store
+from .suggest import unknown_entity
 
 __all__ = ["Scope", "count"]
 
@@ -120,7 +120,7 @@ class Scope:
     def require_entity(self, name: object, what: str = "entity") -> int:
         eid = self.entity_id(name, what)
         if eid is None:
-            raise EntityNotFoundError(f"no entity named {name!r} in namespace {self.namespace!r}")
+            raise unknown_entity(self.store, self.ns_id, self.namespace, str(name))
         return eid
 
     def predicate(self, name: object) -> PredicateRecord | None:

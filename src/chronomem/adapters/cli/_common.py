@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ...core.basis import fact_dict_at, status_at, status_label
+from ...core.ids import short_id
 from ...core.jsonobj import load_object
 from ...core.limits import MAX_JSON_DEPTH
 from ...core.models import Fact
@@ -74,6 +75,7 @@ class State:
     namespace: str
     timezone: str
     embedder: str = "auto"
+    verbose: int = 0
     json: bool = False
     _mem: Memory | None = None
 
@@ -213,15 +215,29 @@ def _table(title: str | None) -> Table:
     return Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False)
 
 
+def short_ids(facts: Sequence[Fact]) -> dict[str, str]:
+    """The id each of ``facts`` is shown with: its 8-character short id, or
+    12 characters (then the whole id) where two of them would share one, so
+    what a table shows is what to type."""
+    ids = {f.id for f in facts}
+    for chars in (8, 12):
+        shown = {fid: short_id(fid, chars) for fid in ids}
+        if len(set(shown.values())) == len(shown):
+            return shown
+    return {fid: fid for fid in ids}
+
+
 def fact_table(facts: Sequence[Fact], title: str | None = None, *, at: At) -> Table:
-    """Facts, one per row: statement, valid interval, status at the basis ``at``, id."""
+    """Facts, one per row: statement, valid interval, status at the basis ``at``,
+    short id (every command taking a fact id accepts it)."""
     table = _table(title)
     table.add_column("fact", overflow="fold", ratio=1)
     table.add_column("valid", overflow="fold")
     table.add_column("status", overflow="fold")
     table.add_column("id", no_wrap=True, style="dim")
+    shown = short_ids(facts)
     for f in facts:
-        table.add_row(statement(f), interval(f), status_text(f, at), f.id)
+        table.add_row(statement(f), interval(f), status_text(f, at), shown[f.id])
     return table
 
 
@@ -240,9 +256,10 @@ def history_table(facts: Sequence[Fact], title: str | None = None) -> Table:
     table.add_column("closed", overflow="fold")
     table.add_column("id", no_wrap=True, style="dim")
     table.add_column("v", justify="right")
+    shown = short_ids(facts)
     for f in facts:
         closed = "" if f.system_to is None else f"{fmt_time(f.system_to)} {closed_cause(f)}"
-        table.add_row(statement(f), interval(f), fmt_time(f.system_from), closed, f.id, str(f.version))
+        table.add_row(statement(f), interval(f), fmt_time(f.system_from), closed, shown[f.id], str(f.version))
     return table
 
 

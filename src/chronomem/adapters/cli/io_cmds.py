@@ -117,7 +117,10 @@ def import_cmd(file: Path, fmt: str | None, mapping: tuple[str, ...], no_header:
                       f"{result.entities:,} entities, {plural(result.predicates, 'predicate')} and "
                       f"{plural(result.episodes + result.tombstones, 'episode')} into namespace {mem.namespace!r}")
         else:
-            con.print(f"imported {result.added:,} of {plural(result.rows, 'row')} as {plural(result.facts, 'fact')}")
+            # what was new, not what was read: a second import of one file adds nothing
+            skipped = f", {result.skipped:,} skipped (invalid)" if result.skipped else ""
+            con.print(f"read {plural(result.rows, 'row')}: {result.added:,} added as new facts, "
+                      f"{result.present:,} already present{skipped}")
         if result.skipped:
             err = console(stderr=True)
             err.print(f"warning: skipped {plural(result.skipped, 'invalid row')}:")

@@ -3,13 +3,18 @@ volatility, neighbors, path, entity, search, stats."""
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import click
 from rich.console import Console
 from rich.text import Text
 
 from ...core.time import TimePoint
+from ...errors import EntityNotFoundError
+from ...memory import Memory
 from ._common import (
     FOLD,
+    console,
     emit,
     fact_dicts,
     fact_table,
@@ -28,6 +33,18 @@ from ._common import (
 from ._times import ReadTime
 
 _DIRECTION = click.Choice(["out", "in", "both"])
+
+
+def _known(mem: Memory, found: Sequence[object], name: str | None) -> None:
+    """Nothing found about ``name``: if no entity has that name, say so on
+    stderr with the close names it may mean. A filter that matches nothing
+    is still an answer (``[]``, exit 0, as in Python, HTTP and MCP); the
+    commands that need the entity (``timeline``, ``entity``, ...) fail instead."""
+    if not found and name is not None:
+        try:
+            mem.entity(name)
+        except EntityNotFoundError as exc:
+            console(stderr=True).print(f"note: {exc}")
 
 
 @click.command("facts")
@@ -59,8 +76,10 @@ def facts_cmd(subject: str | None, predicate: str | None, obj: str | None, liter
         emit({"sql": text, "params": params}, human)
         return
     at = read_at(mem, as_of)  # statuses are relative to --as-of ("valid at 2019-06"), else now
-    facts_out(mem.facts(subject, predicate, obj, as_of=as_of, known_at=known_at, direction=direction,
-                        limit=limit, literal=literal), at=at)
+    found = mem.facts(subject, predicate, obj, as_of=as_of, known_at=known_at, direction=direction,
+                      limit=limit, literal=literal)
+    _known(mem, found, subject)
+    facts_out(found, at=at)
 
 
 @click.command("current")
@@ -70,7 +89,9 @@ def facts_cmd(subject: str | None, predicate: str | None, obj: str | None, liter
 def current_cmd(subject: str, predicate: str | None) -> None:
     """What is true now about SUBJECT (optionally only PREDICATE)."""
     mem = state().memory(create=False)
-    facts_out(mem.current(subject, predicate), "current facts", at=read_at(mem, None))
+    found = mem.current(subject, predicate)
+    _known(mem, found, subject)
+    facts_out(found, "current facts", at=read_at(mem, None))
 
 
 @click.command("history")
@@ -82,7 +103,9 @@ def current_cmd(subject: str, predicate: str | None) -> None:
 def history_cmd(subject: str, predicate: str | None, direction: str) -> None:
     """Every version of SUBJECT's facts on both axes (the audit trail)."""
     mem = state().memory(create=False)
-    facts_out(mem.history(subject, predicate, direction=direction), "history", at=read_at(mem, None), history=True)
+    found = mem.history(subject, predicate, direction=direction)
+    _known(mem, found, subject)
+    facts_out(found, "history", at=read_at(mem, None), history=True)
 
 
 @click.command("timeline")

@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shlex
+import shutil
+import sys
 
 from rich.console import Console, Group
 from rich.panel import Panel
@@ -197,15 +200,40 @@ def _print_run(run: DemoRun, console: Console) -> None:
             console.print(Text(f"  {line}"), soft_wrap=True)
 
 
-def _explore_commands(run: DemoRun) -> list[str]:
-    """CLI commands to explore the recorded story, when it lives in a file."""
+def invocation(argv0: str | None = None, path: str | None = None) -> tuple[str, str | None]:
+    """How to run this chronomem again, copy-paste ready, and a note when that
+    is not a bare ``chronomem``: ``chronomem`` when it is on ``PATH`` (``path``,
+    default ``$PATH``) and is the script running now (``argv0``, default
+    ``sys.argv[0]``), else that script's absolute path (with how to activate
+    its virtual environment), else ``python -m chronomem`` with this Python."""
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    script = os.path.abspath(argv0) if argv0 else ""
+    if os.path.basename(script) not in ("chronomem", "chronomem.exe") or not os.path.isfile(script):
+        return f"{shlex.quote(sys.executable)} -m chronomem", None
+    found = shutil.which("chronomem", path=path)
+    if found is not None and os.path.realpath(found) == os.path.realpath(script):
+        return "chronomem", None
+    where = os.path.dirname(script)
+    activate = os.path.join(where, "activate")
+    note = f"chronomem is not on your PATH, so the commands name {script}"
+    if os.path.isfile(activate):
+        note += f"; after `source {shlex.quote(activate)}` plain `chronomem` works"
+    return shlex.quote(script), note
+
+
+def _explore_commands(run: DemoRun, argv0: str | None = None, path: str | None = None) -> list[str]:
+    """CLI commands to explore the recorded story, when it lives in a file,
+    as this shell can run them (:func:`invocation`); a note on ``PATH`` first
+    when there is one."""
     url = run.mem.url
     if not url.startswith("sqlite:///") or url.endswith(":memory:"):
         return []
-    base = f"chronomem --db {shlex.quote(url[len('sqlite:///'):])}"
+    command, note = invocation(argv0, path)
+    base = f"{command} --db {shlex.quote(os.path.abspath(url[len('sqlite:///'):]))}"
     if run.mem.namespace != "default":
         base += f" --namespace {shlex.quote(run.mem.namespace)}"
-    return [
+    lines = [f"# {note}"] if note else []
+    return lines + [
         f'{base} facts --subject "Acme Corp" --predicate ceo --as-of 2021-06',
         f'{base} history "Dana Lee"',
         f'{base} timeline "Payments team"',

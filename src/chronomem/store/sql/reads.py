@@ -34,6 +34,20 @@ class StoreSQL:
         )
         self.operations = f"SELECT id, kind, at, payload, undone_at FROM operations WHERE ns_id = {ph} ORDER BY at, id"
         self.entity_keys = f"SELECT key, entity_id, alias_name FROM entity_keys WHERE ns_id = {ph} ORDER BY key"
+        # a shortened fact id: a prefix walks the fact_id index as a range (both
+        # backends compare fact ids by code point: SQLite BINARY, PostgreSQL
+        # COLLATE "C"); a suffix (the short id tables print) has no index to use
+        self.fact_ids_by_prefix = (
+            f"SELECT DISTINCT fact_id FROM facts WHERE ns_id = {ph} AND fact_id >= {ph} AND fact_id < {ph} "
+            f"ORDER BY fact_id LIMIT {ph}"
+        )
+        self.fact_ids_from = (
+            f"SELECT DISTINCT fact_id FROM facts WHERE ns_id = {ph} AND fact_id >= {ph} ORDER BY fact_id LIMIT {ph}"
+        )
+        self.fact_ids_by_suffix = (
+            "SELECT DISTINCT fact_id FROM facts WHERE ns_id = {ph} AND length(fact_id) >= {n} "
+            "AND substr(fact_id, length(fact_id) - {n} + 1) = {ph} ORDER BY fact_id LIMIT {ph}"
+        ).replace("{ph}", ph)
 
 
 def _int_or_none(v: Any) -> int | None:
@@ -76,6 +90,25 @@ class RowReadsMixin(ABC):
         """``(id, kind, at, payload, undone_at)`` of every operation in the namespace, oldest first."""
         (rows,) = self._fetch((self._rows_sql.operations, (ns_id,)))
         return [(str(r[0]), str(r[1]), int(r[2]), str(r[3]), _int_or_none(r[4])) for r in rows]
+
+    def fact_ids_matching(self, ns_id: int, fragment: str, limit: int) -> list[str]:
+        """The distinct fact ids of ``ns_id`` that start or end with
+        ``fragment`` (case-sensitive), in id order, at most ``limit``."""
+        if not fragment:
+            return []
+        q = self._rows_sql
+        last = ord(fragment[-1])
+        prefix: tuple[str, Sequence[Any]]
+        if last < 0x10FFFF:
+            prefix = (q.fact_ids_by_prefix, (ns_id, fragment, fragment[:-1] + chr(last + 1), limit))
+        else:  # no code point follows the last one: read on from the fragment, keep its prefixes
+            prefix = (q.fact_ids_from, (ns_id, fragment, limit))
+        # the length is a literal: PostgreSQL has no substr(text, bigint) for a bound int
+        suffix = (q.fact_ids_by_suffix.format(n=len(fragment)), (ns_id, fragment, limit))
+        starts, ends = self._fetch(prefix, suffix)
+        found = {str(r[0]) for r in starts if str(r[0]).startswith(fragment)}
+        found.update(str(r[0]) for r in ends)
+        return sorted(found)[:limit]
 
     def entity_keys(self, ns_id: int) -> list[tuple[str, int, str | None]]:
         """Every name key of a namespace: ``(key, entity_id, alias_name)``."""
