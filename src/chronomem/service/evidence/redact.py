@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from typing import Callable
 
+from ...core.lazyre import LazyPattern, lazy
+
 __all__ = ["KINDS", "marker", "redact"]
 
 _MARK = "[REDACTED:{}]"
@@ -29,25 +31,25 @@ _E = r"(?![A-Za-z0-9_-])"
 
 # (kind, pattern); order matters: specific prefixes before general ones
 # (sk-ant- before sk-), whole blocks before what could match inside them.
-_PEM_BEGIN = re.compile(r"-----BEGIN (?:[A-Z0-9]{1,20} ){0,3}PRIVATE KEY-----")
-_PEM_END = re.compile(r"-----END (?:[A-Z0-9]{1,20} ){0,3}PRIVATE KEY-----")
-_PEM_BODY = re.compile(r"(?:\s*[A-Za-z0-9+/=]{16,})+")  # a block cut short: its base64 lines
+_PEM_BEGIN = lazy(r"-----BEGIN (?:[A-Z0-9]{1,20} ){0,3}PRIVATE KEY-----")
+_PEM_END = lazy(r"-----END (?:[A-Z0-9]{1,20} ){0,3}PRIVATE KEY-----")
+_PEM_BODY = lazy(r"(?:\s*[A-Za-z0-9+/=]{16,})+")  # a block cut short: its base64 lines
 
-_TOKENS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("jwt", re.compile(_B + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*" + _E)),
-    ("anthropic_key", re.compile(_B + r"sk-ant-[A-Za-z0-9_-]{20,}" + _E)),
+_TOKENS: tuple[tuple[str, LazyPattern], ...] = (
+    ("jwt", lazy(_B + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*" + _E)),
+    ("anthropic_key", lazy(_B + r"sk-ant-[A-Za-z0-9_-]{20,}" + _E)),
     # a real key of 20+ random characters has a digit; a hyphenated phrase has none
-    ("openai_key", re.compile(_B + r"sk-(?:proj-|svcacct-|admin-)?(?=[A-Za-z_-]*\d)[A-Za-z0-9_-]{20,}" + _E)),
-    ("github_token", re.compile(_B + r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{40,255})" + _E)),
-    ("aws_access_key_id", re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])")),
-    ("google_api_key", re.compile(_B + r"AIza[0-9A-Za-z_-]{35}" + _E)),
-    ("slack_token", re.compile(_B + r"xox[abprs]-(?=[A-Za-z-]*\d)[A-Za-z0-9-]{10,}" + _E)),
-    ("stripe_key", re.compile(_B + r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,}" + _E)),
+    ("openai_key", lazy(_B + r"sk-(?:proj-|svcacct-|admin-)?(?=[A-Za-z_-]*\d)[A-Za-z0-9_-]{20,}" + _E)),
+    ("github_token", lazy(_B + r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{40,255})" + _E)),
+    ("aws_access_key_id", lazy(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])")),
+    ("google_api_key", lazy(_B + r"AIza[0-9A-Za-z_-]{35}" + _E)),
+    ("slack_token", lazy(_B + r"xox[abprs]-(?=[A-Za-z-]*\d)[A-Za-z0-9-]{10,}" + _E)),
+    ("stripe_key", lazy(_B + r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,}" + _E)),
 )
 
 # An AWS secret access key is 40 base64 characters with no prefix: only its
 # key name tells it apart from any other 40-character string.
-_AWS_SECRET = re.compile(
+_AWS_SECRET = lazy(
     r"(?i)(\baws_?secret(?:_access)?_key[\"']?\s*[:=]\s*[\"']?)([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])")
 
 _KEY_KINDS = (("password", "password"), ("passwd", "password"), ("passphrase", "password"), ("pwd", "password"),
@@ -57,7 +59,7 @@ _KEY_KINDS = (("password", "password"), ("passwd", "password"), ("passphrase", "
 # key (words may precede it: db_password, GITHUB_TOKEN, client_secret; a few
 # may follow: secret_key), optional closing quote, = or : (not == or ::),
 # then a quoted or bare value
-_ASSIGN = re.compile(
+_ASSIGN = lazy(
     r"(?i)(?<![A-Za-z0-9_])((?:[a-z0-9]{1,40}[_-]){0,6}(password|passwd|passphrase|pwd|api[_-]?key|token|secret)"
     r"(?:[_-](?:key|value|access[_-]key))?)"
     r"([\"']?[ \t]*(?:=(?!=)|:(?!:))[ \t]*)"

@@ -29,9 +29,11 @@ from __future__ import annotations
 
 import re
 
+from ...core.lazyre import LazyPattern, lazy
+
 __all__ = ["direction"]
 
-_BOUNDARY = re.compile(r"(?<=[.!?])\s+|[;。！？；\n]|\bbut\b|，?但是|，但|可是|不过", re.I)
+_BOUNDARY = lazy(r"(?<=[.!?])\s+|[;。！？；\n]|\bbut\b|，?但是|，但|可是|不过", re.I)
 
 _WEEKDAYS = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
 _MONTHS = (r"(?:january|february|march|april|may|june|july|august|september|october|november|december|"
@@ -52,46 +54,46 @@ _NOT_PAST = {
 }
 
 # (pattern, strength, sign): strength 2 strong, 1 weak; sign +1 future, -1 past
-_CUES: list[tuple[re.Pattern[str], int, int]] = [
-    (re.compile(r"\b(?:will|won['’]?t|shall|gonna|going\s+to|about\s+to|tomorrow)\b|['’]ll\b", re.I), 2, 1),
-    (re.compile(r"\b(?:plan(?:s|ned|ning)?|want(?:s|ed)?|hope[sd]?|expect(?:s|ed)?|intend(?:s|ed)?|agree[sd]?|"
+_CUES: list[tuple[LazyPattern, int, int]] = [
+    (lazy(r"\b(?:will|won['’]?t|shall|gonna|going\s+to|about\s+to|tomorrow)\b|['’]ll\b", re.I), 2, 1),
+    (lazy(r"\b(?:plan(?:s|ned|ning)?|want(?:s|ed)?|hope[sd]?|expect(?:s|ed)?|intend(?:s|ed)?|agree[sd]?|"
                 r"decide[sd]?|promise[sd]?|aim(?:s|ed)?)\s+to\b", re.I), 2, 1),
-    (re.compile(r"\b(?:was|were|wasn['’]?t|weren['’]?t|did|didn['’]?t|had|hadn['’]?t|ago|yesterday|used\s+to)\b",
+    (lazy(r"\b(?:was|were|wasn['’]?t|weren['’]?t|did|didn['’]?t|had|hadn['’]?t|ago|yesterday|used\s+to)\b",
                 re.I), 2, -1),
     # 会/要 after 的 or 个 (周五的会, 一个会) are nouns ("meeting", "need"), not "will"
-    (re.compile(r"将|(?<![开聚晚大约机社协工宴学的个])会(?!议)|(?<![需重主只的个])要(?!求)|打算|准备|计划|决定|预计|安排|"
+    (lazy(r"将|(?<![开聚晚大约机社协工宴学的个])会(?!议)|(?<![需重主只的个])要(?!求)|打算|准备|计划|决定|预计|安排|"
                 r"即将|明天|后天|明年"), 2, 1),
-    (re.compile(r"(?<![为除])了(?!解|不起)|(?<![不通经超难])过(?![来年])|已经|曾经|曾|刚才|刚刚|昨天|前天|去年|前年"),
+    (lazy(r"(?<![为除])了(?!解|不起)|(?<![不通经超难])过(?![来年])|已经|曾经|曾|刚才|刚刚|昨天|前天|去年|前年"),
      2, -1),
-    (re.compile(r"\b(?:is|are|am|(?:it|that|he|she|there|what|who|where|when|which)['’]s|['’]re|['’]m|"
+    (lazy(r"\b(?:is|are|am|(?:it|that|he|she|there|what|who|where|when|which)['’]s|['’]re|['’]m|"
                 r"starts?|begins?|ends|opens|launch(?:es)?|arrives?|leaves|returns|expires|closes|"
                 r"due|ready|next|upcoming|scheduled|planned|expected|booked|deadline|coming|soon|until|till)\b",
                 re.I), 1, 1),
     # requests, proposals and obligations point forward ("please", "can we", "need to")
-    (re.compile(r"\b(?:please|let['’]?s|let\s+us|"
+    (lazy(r"\b(?:please|let['’]?s|let\s+us|"
                 r"(?:can|could|shall|should)\s+(?:we|you|i|they|he|she)|needs?\s+to|ha(?:ve|s)\s+to|must|"
                 r"make\s+sure|remember\s+to|don['’]t\s+forget)\b", re.I), 1, 1),
-    (re.compile(r"下(?=周|个|次|星期|礼拜|月)|见"), 1, 1),
-    (re.compile(rf"\b(?:{'|'.join(_IRREGULAR_PAST)})\b|['’]ve\s+been|\blast\s+(?:week|month|year|night|time|weekend|"
+    (lazy(r"下(?=周|个|次|星期|礼拜|月)|见"), 1, 1),
+    (lazy(rf"\b(?:{'|'.join(_IRREGULAR_PAST)})\b|['’]ve\s+been|\blast\s+(?:week|month|year|night|time|weekend|"
                 rf"quarter|spring|summer|fall|autumn|winter|{_WEEKDAYS}|{_MONTHS})\b", re.I), 1, -1),
-    (re.compile(r"上(?=周|个|次|星期|礼拜|月)"), 1, -1),
+    (lazy(r"上(?=周|个|次|星期|礼拜|月)"), 1, -1),
 ]
 # a date's move ("moved to Friday") points forward only when the phrase is its
 # object; "we moved to MongoDB in January" is a past move
-_MOVE = re.compile(r"\b(?:moved|pushed(?:\s+back)?|postponed|delayed|rescheduled|extended|changed|"
+_MOVE = lazy(r"\b(?:moved|pushed(?:\s+back)?|postponed|delayed|rescheduled|extended|changed|"
                    r"brought\s+forward)(?P<prep>\s+(?:to|until|till|for))?\s*$", re.I)
-_MOVE_LEAD = re.compile(r"^(?:to|until|till|for)\b", re.I)
-_ED = re.compile(r"\b[a-z]{2,}ed\b", re.I)
-_LEAD_FORWARD = re.compile(r"^(?:by|until|till|before)\b", re.I)
-_LEAD_BACKWARD = re.compile(r"^since\b", re.I)
+_MOVE_LEAD = lazy(r"^(?:to|until|till|for)\b", re.I)
+_ED = lazy(r"\b[a-z]{2,}ed\b", re.I)
+_LEAD_FORWARD = lazy(r"^(?:by|until|till|before)\b", re.I)
+_LEAD_BACKWARD = lazy(r"^since\b", re.I)
 # the same words right before the phrase ("by Q2", "before the 3rd")
-_PRE_FORWARD = re.compile(r"\b(?:by|until|till|before)\s+(?:the\s+)?$", re.I)
-_PRE_BACKWARD = re.compile(r"\bsince\s+(?:the\s+)?$", re.I)
+_PRE_FORWARD = lazy(r"\b(?:by|until|till|before)\s+(?:the\s+)?$", re.I)
+_PRE_BACKWARD = lazy(r"\bsince\s+(?:the\s+)?$", re.I)
 # a participle after "get/have + object" is a result, not the past: "get the review done"
-_RESULT = re.compile(r"\b(?:get|gets|getting|have|has|having)\s+"
+_RESULT = lazy(r"\b(?:get|gets|getting|have|has|having)\s+"
                      r"(?:(?!(?:already|just|not|never|ever|been|finally|also|recently|all)\b)[\w'’]+\s+){1,3}$",
                      re.I)
-_TRAIL = re.compile(r"^\s*(?:(?P<f>之前|以前|前)|(?P<b>以来))")
+_TRAIL = lazy(r"^\s*(?:(?P<f>之前|以前|前)|(?P<b>以来))")
 
 
 def _clause(text: str, a: int, b: int) -> tuple[int, int]:

@@ -55,6 +55,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from ...core.lazyre import LazyPattern, lazy
 from ...core.time import Precision
 from .mention_periods import (
     Either,
@@ -148,7 +149,7 @@ def _rule_quarter(m: re.Match[str], base: _dt.datetime) -> Result | None:
     return open_result([month_span(y, 3 * (quarter - 1) + 1, tz, 3) for y in years], base)
 
 
-_DATE_WORD = re.compile(rf"(?:{_MONTH}|{_WEEKDAY}|I)$", re.I)
+_DATE_WORD = lazy(rf"(?:{_MONTH}|{_WEEKDAY}|I)$", re.I)
 
 
 def _in_name(text: str, a: int, b: int) -> bool:
@@ -265,10 +266,10 @@ def _rule_ago(m: re.Match[str], base: _dt.datetime) -> Interval | None:
 # ("what about the 5th?"), or after a date preposition, a form of "be" or a clause
 # start when not followed by a noun ("the 2nd option", "on the 3rd floor"): the
 # next word, if any, is a function word.
-_ORD_BEFORE = re.compile(r"(?:^|[:(\-–—]\s*|\b(?:on|by|until|till|til|from|since|before|after|to|through|thru|"
+_ORD_BEFORE = lazy(r"(?:^|[:(\-–—]\s*|\b(?:on|by|until|till|til|from|since|before|after|to|through|thru|"
                          r"for|is|was|be|being|it['’]s|that['’]s|due|starting|ending|of)\s+)$", re.I)
-_ORD_END = re.compile(r"\s*(?:$|[.;:!?)])")
-_ORD_AFTER = re.compile(r"\s*(?:$|[.,;:!?)\-–—]|(?:and|or|but|at|to|through|thru|till|until|when|then|we|i|you|he|"
+_ORD_END = lazy(r"\s*(?:$|[.;:!?)])")
+_ORD_AFTER = lazy(r"\s*(?:$|[.,;:!?)\-–—]|(?:and|or|but|at|to|through|thru|till|until|when|then|we|i|you|he|"
                         r"she|they|it|is|was|will|would|of|in|for|from|after|before|so|because|if|as|instead|"
                         r"please|this|next|last|too|again|then|instead)\b)", re.I)
 
@@ -393,60 +394,60 @@ Rule = Callable[[re.Match[str], _dt.datetime], "Result | None"]
 _CLOCK = (r"(?:(?P<h>\d{1,2})(?::(?P<mi>[0-5]\d))?\s*(?P<ap>[ap]\.?m)\b\.?|"
           r"(?<=\bat\s)(?P<H>[01]?\d|2[0-3]):(?P<M>[0-5]\d)\b)")
 _DAY_WORD = r"(?:yesterday|today|tonight|tomorrow)"
-_PATTERNS: list[tuple[re.Pattern[str], Rule | None, str]] = [
-    (re.compile(rf"\b(?:(?P<d1>{_DAY_WORD})\s+(?:at\s+)?|(?:on\s+)?(?P<w1>{_WEEKDAY})\s+(?:at\s+)?)?(?:at\s+)?{_CLOCK}"
+_PATTERNS: list[tuple[LazyPattern, Rule | None, str]] = [
+    (lazy(rf"\b(?:(?P<d1>{_DAY_WORD})\s+(?:at\s+)?|(?:on\s+)?(?P<w1>{_WEEKDAY})\s+(?:at\s+)?)?(?:at\s+)?{_CLOCK}"
                 rf"(?:\s+(?P<d2>{_DAY_WORD})\b|\s+(?:on\s+)?(?P<w2>{_WEEKDAY})\b)?", re.I), _rule_clock, "en"),
-    (re.compile(r"\b(?P<edge>end|start|beginning)\s+of\s+(?:the|this)\s+(?P<unit>week|month|quarter|year)\b", re.I),
+    (lazy(r"\b(?P<edge>end|start|beginning)\s+of\s+(?:the|this)\s+(?P<unit>week|month|quarter|year)\b", re.I),
      _rule_edge_current, "en"),
-    (re.compile(rf"\b(?P<mn>{_MONTH})\s+(?:of\s+)?(?P<rel>last|this|next)\s+year\b", re.I), _rule_month_rel_year,
+    (lazy(rf"\b(?P<mn>{_MONTH})\s+(?:of\s+)?(?P<rel>last|this|next)\s+year\b", re.I), _rule_month_rel_year,
      "en"),
-    (re.compile(r"\b(?P<season>spring|summer|fall|autumn|winter)\s+(?:of\s+)?(?P<y>(?:19|20)\d{2})\b", re.I),
+    (lazy(r"\b(?P<season>spring|summer|fall|autumn|winter)\s+(?:of\s+)?(?P<y>(?:19|20)\d{2})\b", re.I),
      _rule_season, "en"),
-    (re.compile(r"\b(?:in|during|over)\s+(?:the\s+)?(?P<season>spring|summer|fall|autumn|winter)\b(?P<y>)", re.I),
+    (lazy(r"\b(?:in|during|over)\s+(?:the\s+)?(?P<season>spring|summer|fall|autumn|winter)\b(?P<y>)", re.I),
      _rule_season, "en"),
-    (re.compile(r"\b(?:on|over|during|at)\s+the\s+weekend\b", re.I), _rule_weekend_open, "en"),
-    (re.compile(r"\b(?:the\s+)?day\s+(?P<dw>after\s+tomorrow|before\s+yesterday)\b", re.I), _rule_day_word, "en"),
-    (re.compile(r"\b(?:(?P<qw>first|second|third|fourth|last|next|this|past|previous|coming)\s+quarter|q(?P<q>[1-4]))(?:\s+(?:of\s+)?(?P<qy>(?:19|20)\d{2}))?\b",
+    (lazy(r"\b(?:on|over|during|at)\s+the\s+weekend\b", re.I), _rule_weekend_open, "en"),
+    (lazy(r"\b(?:the\s+)?day\s+(?P<dw>after\s+tomorrow|before\s+yesterday)\b", re.I), _rule_day_word, "en"),
+    (lazy(r"\b(?:(?P<qw>first|second|third|fourth|last|next|this|past|previous|coming)\s+quarter|q(?P<q>[1-4]))(?:\s+(?:of\s+)?(?P<qy>(?:19|20)\d{2}))?\b",
                 re.I), _rule_quarter, "en"),
-    (re.compile(r"\b(?P<rel>last|next|this|past|coming)\s+weekend\b", re.I), _rule_weekend, "en"),
-    (re.compile(r"\b(?P<rel>last|next|this|past|previous|coming)\s+(?P<unit>week|month|year|spring|summer|fall|autumn|winter)\b",
+    (lazy(r"\b(?P<rel>last|next|this|past|coming)\s+weekend\b", re.I), _rule_weekend, "en"),
+    (lazy(r"\b(?P<rel>last|next|this|past|previous|coming)\s+(?P<unit>week|month|year|spring|summer|fall|autumn|winter)\b",
                 re.I), _rule_relative_period, "en"),
-    (re.compile(rf"\b(?:(?P<dir>in)\s+)?(?P<n>{_NUM})\s+(?P<unit>day|week|month|year)s?(?(dir)|\s+(?P<post>ago|from\s+now|from\s+today))\b",
+    (lazy(rf"\b(?:(?P<dir>in)\s+)?(?P<n>{_NUM})\s+(?P<unit>day|week|month|year)s?(?(dir)|\s+(?P<post>ago|from\s+now|from\s+today))\b",
                 re.I),
      _rule_ago, "en"),
-    (re.compile(r"\b(?:yesterday|today|tonight|tomorrow|last\s+night|this\s+(?:morning|afternoon|evening))\b", re.I),
+    (lazy(r"\b(?:yesterday|today|tonight|tomorrow|last\s+night|this\s+(?:morning|afternoon|evening))\b", re.I),
      None, "en"),
-    (re.compile(rf"\b(?:(?P<pre>last|next|this|on|past|coming|by|until|till|before|since|from|after)\s+)?"
+    (lazy(rf"\b(?:(?P<pre>last|next|this|on|past|coming|by|until|till|before|since|from|after)\s+)?"
                 rf"(?P<wd>{_WEEKDAY})\b", re.I), _rule_weekday, "en"),
-    (re.compile(r"\b(?:19|20)\d{2}-\d{2}-\d{2}\b"), None, "en"),
-    (re.compile(r"\b\d{1,2}/\d{1,2}/(?:19|20)?\d{2}\b"), None, "en"),
-    (re.compile(rf"\b(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<mn>{_MONTH})\b(?:,?\s+(?P<y>(?:19|20)\d{{2}}))?",
+    (lazy(r"\b(?:19|20)\d{2}-\d{2}-\d{2}\b"), None, "en"),
+    (lazy(r"\b\d{1,2}/\d{1,2}/(?:19|20)?\d{2}\b"), None, "en"),
+    (lazy(rf"\b(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<mn>{_MONTH})\b(?:,?\s+(?P<y>(?:19|20)\d{{2}}))?",
                 re.I), _rule_month_day, "en"),
-    (re.compile(rf"\b(?P<mn>{_MONTH})\.?\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+(?P<y>(?:19|20)\d{{2}}))?", re.I),
+    (lazy(rf"\b(?P<mn>{_MONTH})\.?\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+(?P<y>(?:19|20)\d{{2}}))?", re.I),
      _rule_month_day, "en"),
-    (re.compile(rf"\b{_MONTH},?\s+(?:19|20)\d{{2}}\b", re.I), None, "en"),
-    (re.compile(rf"\b(?:in|since|during|until|till|by|before|after|early|late|mid|of)[\s-]+(?P<mn>{_MONTH})\b",
+    (lazy(rf"\b{_MONTH},?\s+(?:19|20)\d{{2}}\b", re.I), None, "en"),
+    (lazy(rf"\b(?:in|since|during|until|till|by|before|after|early|late|mid|of)[\s-]+(?P<mn>{_MONTH})\b",
                 re.I), _rule_month, "en"),
     # after "to", "from", "through" only a capitalised month ("to march" is a verb)
-    (re.compile(r"\b(?i:to|from|through)\s+(?P<mn>Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|"
+    (lazy(r"\b(?i:to|from|through)\s+(?P<mn>Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|"
                 r"May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\b"),
      _rule_month, "en"),
-    (re.compile(r"\b(?:in|since|during|until|by|of|from)\s+(?:19|20)\d{2}\b", re.I), None, "en"),
-    (re.compile(r"\bthe\s+(?P<day>\d{1,2})(?:st|nd|rd|th)\b", re.I), _rule_ordinal_day, "en"),
+    (lazy(r"\b(?:in|since|during|until|by|of|from)\s+(?:19|20)\d{2}\b", re.I), None, "en"),
+    (lazy(r"\bthe\s+(?P<day>\d{1,2})(?:st|nd|rd|th)\b", re.I), _rule_ordinal_day, "en"),
     # Chinese
-    (re.compile(rf"(?P<day>大前天|大后天|前天|昨天|今天|明天|后天)?(?P<part>上午|下午|早上|晚上|中午)(?P<h>{ZH_NUM})[点點](?P<half>半)?"),
+    (lazy(rf"(?P<day>大前天|大后天|前天|昨天|今天|明天|后天)?(?P<part>上午|下午|早上|晚上|中午)(?P<h>{ZH_NUM})[点點](?P<half>半)?"),
      rule_zh_clock, "zh"),
-    (re.compile(rf"{ZH_YEAR_PRE}(?P<mo>{ZH_NUM})月(?:(?P<d>{ZH_NUM})[日号號])?"), rule_zh_date, "zh"),
-    (re.compile(rf"{ZH_YEAR_PRE}(?:第?(?P<q>[一二三四1-4])季度|[Qq](?P<q2>[1-4])\b)"), rule_zh_quarter, "zh"),
-    (re.compile(rf"{ZH_YEAR_PRE}(?P<season>[春夏秋冬])(?:天|季)"), rule_zh_season, "zh"),
-    (re.compile(r"(?P<y>\d{4})年(?P<mo>)(?P<d>)"), rule_zh_date, "zh"),
-    (re.compile(rf"(?P<zn>{ZH_NUM})(?P<zu>天|周|个星期|星期|个礼拜|礼拜|个月|年)(?P<zdir>前|后)"), rule_zh_ago, "zh"),
-    (re.compile(r"(?P<zrel>上个?|下个?|本|这个?)?(?:周末|礼拜末)"), rule_zh_weekend, "zh"),
-    (re.compile(r"(?P<zrel>上个?|下个?|本|这个?)(?P<zunit>周|星期|礼拜|月)(?P<zwd>[一二三四五六日天])?"),
+    (lazy(rf"{ZH_YEAR_PRE}(?P<mo>{ZH_NUM})月(?:(?P<d>{ZH_NUM})[日号號])?"), rule_zh_date, "zh"),
+    (lazy(rf"{ZH_YEAR_PRE}(?:第?(?P<q>[一二三四1-4])季度|[Qq](?P<q2>[1-4])\b)"), rule_zh_quarter, "zh"),
+    (lazy(rf"{ZH_YEAR_PRE}(?P<season>[春夏秋冬])(?:天|季)"), rule_zh_season, "zh"),
+    (lazy(r"(?P<y>\d{4})年(?P<mo>)(?P<d>)"), rule_zh_date, "zh"),
+    (lazy(rf"(?P<zn>{ZH_NUM})(?P<zu>天|周|个星期|星期|个礼拜|礼拜|个月|年)(?P<zdir>前|后)"), rule_zh_ago, "zh"),
+    (lazy(r"(?P<zrel>上个?|下个?|本|这个?)?(?:周末|礼拜末)"), rule_zh_weekend, "zh"),
+    (lazy(r"(?P<zrel>上个?|下个?|本|这个?)(?P<zunit>周|星期|礼拜|月)(?P<zwd>[一二三四五六日天])?"),
      rule_zh_relative, "zh"),
-    (re.compile(r"大前天|大后天|前天|昨天|昨晚|今天|今晚|明天|后天|前年|去年|今年|明年"), rule_zh_relative, "zh"),
+    (lazy(r"大前天|大后天|前天|昨天|昨晚|今天|今晚|明天|后天|前年|去年|今年|明年"), rule_zh_relative, "zh"),
     # a bare 周一 / 星期一 (not 一周一次: the digit before makes it a count)
-    (re.compile(r"(?<![上下本这个零一二两三四五六七八九十\d])(?:周|星期|礼拜)(?P<zwd>[一二三四五六日天])"),
+    (lazy(r"(?<![上下本这个零一二两三四五六七八九十\d])(?:周|星期|礼拜)(?P<zwd>[一二三四五六日天])"),
      _rule_weekday, "zh"),
 ]
 
@@ -467,8 +468,8 @@ _GATES: list[str | tuple[str, ...]] = [
     *[_CJK_CHAR] * 10,
 ]
 assert len(_GATES) == len(_PATTERNS)
-_HAS_DIGIT = re.compile(r"\d")
-_HAS_CJK = re.compile(r"[\u3400-\u9fff]")
+_HAS_DIGIT = lazy(r"\d")
+_HAS_CJK = lazy(r"[\u3400-\u9fff]")
 
 
 def _gate(text: str) -> Callable[[str | tuple[str, ...]], bool]:
@@ -526,7 +527,7 @@ def _via_dateparser(phrase: str, language: str, base: _dt.datetime) -> Interval 
 
 
 # "end of" before a period ("of" may open the phrase itself: "of March", "of 2025")
-_EDGE = re.compile(r"\b(?P<edge>end|start|beginning)\s+(?:of\s+)?(?:the\s+)?$", re.I)
+_EDGE = lazy(r"\b(?P<edge>end|start|beginning)\s+(?:of\s+)?(?:the\s+)?$", re.I)
 
 
 def resolve_mentions(text: str, base: _dt.datetime, *, limit: int = 20) -> list[TimeMention]:
