@@ -56,3 +56,18 @@ def test_a_gate_skips_what_cannot_match(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(timemention, "_gate", spy)
     assert timemention.resolve_mentions("we shipped it and it works", BASE) == []
     assert calls.count("run") <= 2 and calls.count("skip") == len(timemention._PATTERNS) - calls.count("run")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["yesterday", "today", "tonight", "tomorrow", "last night", "this morning",
+                        "this afternoon", "this evening", "Tomorrow", "LAST  NIGHT"]),
+       st.datetimes(min_value=_dt.datetime(1990, 1, 1), max_value=_dt.datetime(2090, 1, 1)),
+       st.sampled_from(["UTC", "America/Los_Angeles", "Asia/Kolkata", "Pacific/Kiritimati"]))
+def test_day_names_resolve_as_dateparser_does(phrase: str, when: _dt.datetime, zone: str) -> None:
+    """The day-name rule answers what dateparser answered for these phrases."""
+    from zoneinfo import ZoneInfo
+
+    base = when.replace(tzinfo=ZoneInfo(zone))
+    m = timemention._PATTERNS[11][0].search(phrase)
+    assert m is not None
+    assert timemention._rule_day_name(m, base) == timemention._via_dateparser(m.group(0), "en", base)

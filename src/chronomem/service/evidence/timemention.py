@@ -314,6 +314,16 @@ def _rule_day_word(m: re.Match[str], base: _dt.datetime) -> Interval | None:
 _DAY_WORDS = {"yesterday": -1, "today": 0, "tonight": 0, "tomorrow": 1}
 
 
+def _rule_day_name(m: re.Match[str], base: _dt.datetime) -> Interval | None:
+    """"yesterday", "today", "tonight", "tomorrow", "last night", "this
+    morning": the day they name (what dateparser answers, without its cost:
+    these are the commonest phrases of a chat)."""
+    tz = base.tzinfo or _dt.timezone.utc
+    word = m.group(0).lower()
+    step = -1 if word.startswith("last") else _DAY_WORDS.get(word, 0)
+    return day_span(base.date() + _dt.timedelta(days=step), tz)
+
+
 def _at_hour(iv: Interval, hour: int, minute: int) -> Interval:
     s = iv[0].replace(hour=hour, minute=minute)
     if minute:
@@ -416,7 +426,7 @@ _PATTERNS: list[tuple[LazyPattern, Rule | None, str]] = [
                 re.I),
      _rule_ago, "en"),
     (lazy(r"\b(?:yesterday|today|tonight|tomorrow|last\s+night|this\s+(?:morning|afternoon|evening))\b", re.I),
-     None, "en"),
+     _rule_day_name, "en"),
     (lazy(rf"\b(?:(?P<pre>last|next|this|on|past|coming|by|until|till|before|since|from|after)\s+)?"
                 rf"(?P<wd>{_WEEKDAY})\b", re.I), _rule_weekday, "en"),
     (lazy(r"\b(?:19|20)\d{2}-\d{2}-\d{2}\b"), None, "en"),
