@@ -28,6 +28,7 @@ phrase's own preposition, or the one right before it ("by Q2"), decides: "by",
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from ...core.lazyre import LazyPattern, lazy
 
@@ -107,15 +108,16 @@ def _clause(text: str, a: int, b: int) -> tuple[int, int]:
     return start, end
 
 
-def _cues(text: str, start: int, end: int) -> list[tuple[int, int, int, int]]:
+@lru_cache(maxsize=32)  # every mention of one clause asks for the same cues
+def _cues(text: str, start: int, end: int) -> tuple[tuple[int, int, int, int], ...]:
     """(start, end, strength, sign) of every cue in ``text[start:end]``."""
     clause = text[start:end]
     out = [(start + m.start(), start + m.end(), strength, sign)
            for pattern, strength, sign in _CUES for m in pattern.finditer(clause)]
     out.extend((start + m.start(), start + m.end(), 1, -1) for m in _ED.finditer(clause)
                if m.group(0).lower() not in _NOT_PAST)
-    return [c for c in out if not (c[2] == 1 and c[3] < 0 and " " not in text[c[0]:c[1]]
-                                   and _RESULT.search(text, start, c[0]))]
+    return tuple(c for c in out if not (c[2] == 1 and c[3] < 0 and " " not in text[c[0]:c[1]]
+                                        and _RESULT.search(text, start, c[0])))
 
 
 def _pick(cues: list[tuple[int, int, int, int]], before: bool) -> int:
