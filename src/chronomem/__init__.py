@@ -48,7 +48,7 @@ from .errors import (
     UnsafeBindError,
 )
 from .memory import Memory
-from .service.doctor import DoctorReport
+from .service.doctor_report import DoctorReport
 from .service.evidence import Embedder, Episode, FactNote, Hit, Recall, RecallItem, ScoreParts, SearchConfig, TimeSpan
 
 __version__ = "0.1.0"

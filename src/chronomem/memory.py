@@ -5,36 +5,44 @@ answers each public method with the service's own method: the signature and
 docstring are the service's, written once. The services share a
 :class:`~chronomem.service.scope.Scope` (store, namespace, timezone, clock);
 every write runs as one :class:`~chronomem.service.unit_of_work.UnitOfWork`.
+
+A read-only caller (``open`` + ``recall`` / ``search`` / ``facts``, as the
+Claude Code hook runs in a cold process) should not pay for importing the
+writers, analyses, doctor and importer: those services, and their modules,
+are made on first use (:class:`_lazy`, :class:`_LazyService`).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Any, Callable, Concatenate, Generic, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Callable, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from .core.limits import MAX_NAMESPACE_CHARS, check_text
 from .core.phrases import ResolvedTime
 from .core.time import TimeLike, TimePoint, get_timezone, timezone_name
 from .errors import InvalidInputError
-from .service.analyses import Analyses
-from .service.doctor import Doctor
 from .service.evidence.embed import Embedder
 from .service.evidence.embedding import Embedding
 from .service.evidence.episodes import Episodes, episode_store
 from .service.evidence.recall import Recaller
 from .service.evidence.search import Search
-from .service.facts import FactWrites
-from .service.identity import Identity
-from .service.ingest.run import Importer
 from .service.reads import FactReads
 from .service.scope import Scope
 from .store.protocol import Store
+
+if TYPE_CHECKING:  # pragma: no cover - imported on first use, see _lazy
+    from .service.analyses import Analyses
+    from .service.doctor import Doctor
+    from .service.facts import FactWrites
+    from .service.identity import Identity
+    from .service.ingest.run import Importer
 
 __all__ = ["Memory"]
 
 S = TypeVar("S")
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
 
 
 class _Service(Generic[S, P, R]):
@@ -45,6 +53,9 @@ class _Service(Generic[S, P, R]):
     the bound method of that instance's service, kept in the instance's
     ``__dict__`` after the first lookup so later calls cost nothing extra."""
 
+    _fn: Callable[Concatenate[S, P], R] | None
+    _name: str
+
     def __init__(self, attr: str, fn: Callable[Concatenate[S, P], R]) -> None:
         self._attr = attr
         self._fn = fn
@@ -54,16 +65,100 @@ class _Service(Generic[S, P, R]):
         if name != self._name:
             raise TypeError(f"Memory.{name} must delegate to a method of the same name, not {self._name}")
 
+    def _function(self) -> Callable[Concatenate[S, P], R]:
+        assert self._fn is not None
+        return self._fn
+
     @overload
     def __get__(self, obj: None, owner: type | None = None) -> Callable[Concatenate[S, P], R]: ...
     @overload
     def __get__(self, obj: object, owner: type | None = None) -> Callable[P, R]: ...
     def __get__(self, obj: object | None, owner: type | None = None) -> Any:
         if obj is None:
-            return self._fn
-        bound = getattr(obj.__dict__[self._attr], self._name)
+            return self._function()
+        # getattr, not __dict__: a lazy service is made here on first use
+        bound = getattr(getattr(obj, self._attr), self._name)
         obj.__dict__[self._name] = bound
         return bound
+
+
+class _LazyService(_Service[S, P, R]):
+    """A :class:`_Service` whose module is imported on first use: ``load``
+    returns the service's function (``lambda: _analyses_type().diff``), called
+    on the first access on the class (``help(Memory.diff)``); an instance's
+    first call makes the service itself (its :class:`_lazy` attribute)."""
+
+    def __init__(self, attr: str, load: Callable[[], Callable[Concatenate[S, P], R]]) -> None:
+        self._attr = attr
+        self._load = load
+        self._fn = None
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name  # checked against the function when it is loaded
+
+    def _function(self) -> Callable[Concatenate[S, P], R]:
+        fn = self._fn
+        if fn is None:
+            fn = self._load()
+            if fn.__name__ != self._name:
+                raise TypeError(f"Memory.{self._name} must delegate to a method of the same name, not {fn.__name__}")
+            self._fn = fn  # two threads racing load the same function: either store is right
+        return fn
+
+
+class _lazy(Generic[T]):
+    """A service of a :class:`Memory` made on its first use by ``make(memory)``
+    and kept in the instance's ``__dict__`` (which then shadows this
+    descriptor). ``setdefault`` keeps the first one stored: two threads racing
+    on the first call may both make one, but both use the same. No lock, so
+    nothing can be left held across ``os.fork``."""
+
+    def __init__(self, make: Callable[[Any], T]) -> None:
+        self._make = make
+        self.__doc__ = make.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> "_lazy[T]": ...
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> T: ...
+    def __get__(self, obj: object | None, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        return obj.__dict__.setdefault(self._name, self._make(obj))
+
+
+# The services a read-only recall does not use, imported on first use.
+def _analyses_type() -> type[Analyses]:
+    from .service.analyses import Analyses
+
+    return Analyses
+
+
+def _doctor_type() -> type[Doctor]:
+    from .service.doctor import Doctor
+
+    return Doctor
+
+
+def _writes_type() -> type[FactWrites]:
+    from .service.facts import FactWrites
+
+    return FactWrites
+
+
+def _identity_type() -> type[Identity]:
+    from .service.identity import Identity
+
+    return Identity
+
+
+def _importer_type() -> type[Importer]:
+    from .service.ingest.run import Importer
+
+    return Importer
 
 
 class Memory:
@@ -86,17 +181,32 @@ class Memory:
         self.namespace = namespace
         self.tz = tz
         reads = FactReads(scope)
-        identity = Identity(scope)
         self._reads = reads
-        self._identity = identity
-        self._writes = FactWrites(scope, reads)
-        self._analyses = Analyses(scope, reads, identity)
         self._embedding = Embedding(lambda: episode_store(store).embedding_models(), "auto")
         self._episodes = Episodes(scope, reads, self._embedding)
         self._search = Search(scope, reads, self._episodes, self._embedding)
         self._recaller = Recaller(scope, reads, self._search)
-        self._doctor = Doctor(scope, self._episodes, self._embedding)
-        self._importer = Importer(scope, self._episodes)
+
+    # made on first use, from the same scope and services as the ones above
+    @_lazy
+    def _identity(self) -> Identity:
+        return _identity_type()(self._scope)
+
+    @_lazy
+    def _writes(self) -> FactWrites:
+        return _writes_type()(self._scope, self._reads)
+
+    @_lazy
+    def _analyses(self) -> Analyses:
+        return _analyses_type()(self._scope, self._reads, self._identity)
+
+    @_lazy
+    def _doctor(self) -> Doctor:
+        return _doctor_type()(self._scope, self._episodes, self._embedding)
+
+    @_lazy
+    def _importer(self) -> Importer:
+        return _importer_type()(self._scope, self._episodes)
 
     # -- lifecycle -------------------------------------------------------
     @property
@@ -149,13 +259,13 @@ class Memory:
         return self._scope.resolve_time(text, field, now)
 
     # -- facts: writes (service/facts.py) --------------------------------
-    add_fact = _Service("_writes", FactWrites.add_fact)
-    add_facts = _Service("_writes", FactWrites.add_facts)
-    invalidate = _Service("_writes", FactWrites.invalidate)
-    invalidate_fact = _Service("_writes", FactWrites.invalidate_fact)
-    correct = _Service("_writes", FactWrites.correct)
-    retract = _Service("_writes", FactWrites.retract)
-    erase = _Service("_writes", FactWrites.erase)
+    add_fact = _LazyService("_writes", lambda: _writes_type().add_fact)
+    add_facts = _LazyService("_writes", lambda: _writes_type().add_facts)
+    invalidate = _LazyService("_writes", lambda: _writes_type().invalidate)
+    invalidate_fact = _LazyService("_writes", lambda: _writes_type().invalidate_fact)
+    correct = _LazyService("_writes", lambda: _writes_type().correct)
+    retract = _LazyService("_writes", lambda: _writes_type().retract)
+    erase = _LazyService("_writes", lambda: _writes_type().erase)
 
     # -- facts: reads (service/reads.py) ---------------------------------
     facts = _Service("_reads", FactReads.facts)
@@ -172,27 +282,27 @@ class Memory:
     with_decay = _Service("_reads", FactReads.with_decay)
 
     # -- analyses (service/analyses.py) ----------------------------------
-    timeline = _Service("_analyses", Analyses.timeline)
-    diff = _Service("_analyses", Analyses.diff)
-    conflicts = _Service("_analyses", Analyses.conflicts)
-    volatility = _Service("_analyses", Analyses.volatility)
-    neighbors = _Service("_analyses", Analyses.neighbors)
-    paths = _Service("_analyses", Analyses.paths)
-    fact_bars = _Service("_analyses", Analyses.fact_bars)
-    entity_timeline = _Service("_analyses", Analyses.entity_timeline)
-    edges = _Service("_analyses", Analyses.edges)
-    valid_span = _Service("_analyses", Analyses.valid_span)
+    timeline = _LazyService("_analyses", lambda: _analyses_type().timeline)
+    diff = _LazyService("_analyses", lambda: _analyses_type().diff)
+    conflicts = _LazyService("_analyses", lambda: _analyses_type().conflicts)
+    volatility = _LazyService("_analyses", lambda: _analyses_type().volatility)
+    neighbors = _LazyService("_analyses", lambda: _analyses_type().neighbors)
+    paths = _LazyService("_analyses", lambda: _analyses_type().paths)
+    fact_bars = _LazyService("_analyses", lambda: _analyses_type().fact_bars)
+    entity_timeline = _LazyService("_analyses", lambda: _analyses_type().entity_timeline)
+    edges = _LazyService("_analyses", lambda: _analyses_type().edges)
+    valid_span = _LazyService("_analyses", lambda: _analyses_type().valid_span)
 
     # -- entities, aliases, merges, predicates (service/identity.py) -----
-    entity = _Service("_identity", Identity.entity)
-    entities = _Service("_identity", Identity.entities)
-    set_entity = _Service("_identity", Identity.set_entity)
-    alias = _Service("_identity", Identity.alias)
-    merge = _Service("_identity", Identity.merge)
-    unmerge = _Service("_identity", Identity.unmerge)
-    define_predicate = _Service("_identity", Identity.define_predicate)
-    predicates = _Service("_identity", Identity.predicates)
-    predicate = _Service("_identity", Identity.predicate)
+    entity = _LazyService("_identity", lambda: _identity_type().entity)
+    entities = _LazyService("_identity", lambda: _identity_type().entities)
+    set_entity = _LazyService("_identity", lambda: _identity_type().set_entity)
+    alias = _LazyService("_identity", lambda: _identity_type().alias)
+    merge = _LazyService("_identity", lambda: _identity_type().merge)
+    unmerge = _LazyService("_identity", lambda: _identity_type().unmerge)
+    define_predicate = _LazyService("_identity", lambda: _identity_type().define_predicate)
+    predicates = _LazyService("_identity", lambda: _identity_type().predicates)
+    predicate = _LazyService("_identity", lambda: _identity_type().predicate)
 
     # -- evidence (service/evidence/) ------------------------------------
     add_episode = _Service("_episodes", Episodes.add_episode)
@@ -204,10 +314,10 @@ class Memory:
     episodes = _Service("_episodes", Episodes.episodes)
     reindex = _Service("_episodes", Episodes.reindex)
     evidence_stats = _Service("_episodes", Episodes.evidence_stats)
-    doctor = _Service("_doctor", Doctor.doctor)
+    doctor = _LazyService("_doctor", lambda: _doctor_type().doctor)
     search = _Service("_search", Search.search)
     recall = _Service("_recaller", Recaller.recall)
-    import_source = _Service("_importer", Importer.import_source)
+    import_source = _LazyService("_importer", lambda: _importer_type().import_source)
 
     def use_embedder(self, embedder: Embedder | str | None) -> None:
         """Use ``embedder`` for new episodes and searches: an :class:`Embedder`,

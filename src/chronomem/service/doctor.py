@@ -23,6 +23,7 @@ from ..core.limits import MAX_JSON_DEPTH
 from ..core.time import FIRST_US, LAST_US, MAX_US, MIN_US
 from ..errors import ChronomemError, InvalidInputError
 from ..store.protocol import EpisodeStore, StoreHealth
+from .doctor_report import DoctorReport, Problem
 from .evidence.embedding import Embedding
 from .evidence.episodes import Episodes, episode_store
 from .scope import Scope
@@ -34,48 +35,6 @@ CHECKS = ("integrity", "migrations", "times", "json", "lexical_index", "vectors"
 #: examples a problem lists (its count says how many there are)
 EXAMPLES = 10
 _BATCH = 1000
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One kind of damage: how many places have it, a few of them, and the
-    command that fixes it. ``repairable``: ``doctor --repair`` fixes it
-    without losing data."""
-
-    check: str
-    code: str
-    count: int
-    message: str
-    examples: tuple[str, ...]
-    fix: str
-    repairable: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"check": self.check, "code": self.code, "count": self.count, "message": self.message,
-                "examples": list(self.examples), "fix": self.fix, "repairable": self.repairable}
-
-
-@dataclass(frozen=True)
-class DoctorReport:
-    """What :meth:`Memory.doctor` found. With ``repair``, ``problems`` is what
-    is left after the repairs, ``repaired`` what was done and ``refused``
-    the fixes not made because they would lose data (what they would do)."""
-
-    url: str
-    namespace: str
-    checks: dict[str, str]
-    problems: tuple[Problem, ...]
-    repaired: tuple[str, ...] = ()
-    refused: tuple[str, ...] = ()
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"url": self.url, "namespace": self.namespace, "ok": self.ok, "checks": dict(self.checks),
-                "problems": [p.to_dict() for p in self.problems], "repaired": list(self.repaired),
-                "refused": list(self.refused)}
 
 
 @dataclass

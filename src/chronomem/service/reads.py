@@ -8,7 +8,6 @@ import dataclasses
 import re
 from typing import Any, Iterable, Sequence, TypeVar
 
-from ..core import analysis as _analysis
 from ..core.codec import encode_literal, tuples_to_facts
 from ..core.ids import MIN_ID_CHARS, is_full_id
 from ..core.limits import MAX_COUNT, MAX_FACTS_LIMIT, check_bool, check_count
@@ -360,4 +359,6 @@ class FactReads:
         if isinstance(half_life_days, bool) or not isinstance(half_life_days, (int, float)) or not half_life_days > 0:
             raise InvalidInputError("decay half-life must be positive")
         ref = self._scope.read_time(at, "at").datetime if at is not None else self._scope.now()
-        return _analysis.decay(facts, half_life_days, ref)
+        from ..core.analysis import decay  # only this read needs the analysis module
+
+        return decay(facts, half_life_days, ref)
