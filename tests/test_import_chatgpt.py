@@ -101,7 +101,7 @@ def test_truncated_export_keeps_what_was_complete(tmp_path: Path) -> None:
 def test_bad_conversations_are_skips(tmp_path: Path) -> None:
     convs = json.loads(FIXTURE.joinpath("conversations.json").read_bytes().decode("utf-8", "replace"))
     no_id = dict(convs[0])
-    del no_id["conversation_id"], no_id["id"]
+    del no_id["conversation_id"], no_id["id"], no_id["create_time"]
     only_id = dict(convs[0], conversation_id=None)  # "id" is enough
     f = tmp_path / "conversations.json"
     f.write_text(json.dumps([42, no_id, only_id]))
@@ -109,6 +109,24 @@ def test_bad_conversations_are_skips(tmp_path: Path) -> None:
     assert items[:2] == [Skip("conversations.json[0]", "not a conversation object"),
                          Skip("conversations.json[1]", "conversation without an id")]
     assert messages(items) == messages(EXPECTED[:4])
+
+
+def test_a_trimmed_export_without_ids_is_named_by_its_creation_time(tmp_path: Path) -> None:
+    """The shape of public fixtures written by hand or by older tools (e.g.
+    alyssafuward/chatgpt-explorer's tests/fixtures/conversations.json): no
+    conversation id, no current_node, messages without ids or times."""
+    conv = {"title": "Help writing a Python script", "create_time": 1700000000, "mapping": {
+        "node-1": {"id": "node-1", "parent": None, "children": ["node-2"], "message": None},
+        "node-2": {"id": "node-2", "parent": "node-1", "children": ["node-3"], "message": {
+            "author": {"role": "user"}, "content": {"content_type": "text", "parts": ["Parse CSV files?"]}}},
+        "node-3": {"id": "node-3", "parent": "node-2", "children": [], "message": {
+            "author": {"role": "assistant"}, "content": {"content_type": "text", "parts": ["Use the csv module."]}}}}}
+    f = tmp_path / "conversations.json"
+    f.write_text(json.dumps([conv]))
+    got = messages(read_all(READER, f))
+    assert [(m.key, m.speaker, m.text, m.occurred_at) for m in got] == [
+        ("created-1700000000/node-2", "user", "Parse CSV files?", at(1700000000)),
+        ("created-1700000000/node-3", "assistant", "Use the csv module.", at(1700000000))]
 
 
 def test_missing_current_node_takes_the_newest_leaf(tmp_path: Path) -> None:

@@ -170,7 +170,12 @@ class ChatGPTReader(ExportReader):
     beside = ("chat.html", "message_feedback.json")
 
     def conversation_id(self, conv: Mapping[str, Any]) -> str | None:
-        return opt_str(conv.get("conversation_id")) or opt_str(conv.get("id"))
+        found = opt_str(conv.get("conversation_id")) or opt_str(conv.get("id"))
+        if found is None:  # a trimmed export (hand-made, or by an older tool): its creation time names it
+            created = conv.get("create_time")
+            if isinstance(created, (int, float)) and not isinstance(created, bool):
+                found = f"created-{created!r}"
+        return found
 
     def older(self, conv: Mapping[str, Any], since: _dt.datetime) -> bool:
         updated = conv.get("update_time")
