@@ -22,7 +22,7 @@ import threading
 import time
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
@@ -115,20 +115,27 @@ def test_the_shared_reproduction_passes(rep: int) -> None:
 
 # -- the parent's Memory in a child -----------------------------------------
 
+def outcome(call: Callable[[], object]) -> str:
+    """What a call in a forked child did, as the parent is told: "no error",
+    the message of the StoreError it raised, or the type and message of any
+    other exception."""
+    try:
+        call()
+        return "no error"
+    except StoreError as exc:
+        return str(exc)
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent
+        return f"{type(exc).__name__}: {exc}"
+
+
 def _use_parents(mem: chronomem.Memory, out: Any) -> None:
     """In the child: every use of the parent's memory raises the clear error,
     close() does nothing, and collecting it finalizes nothing of the parent's."""
     got: list[str] = []
-    calls = [mem.facts, partial(mem.add_fact, "child", "wrote", "z"), mem.stats,
-             partial(mem.add_facts, [("child", "wrote", "zz")])]
+    calls: list[Callable[[], object]] = [mem.facts, partial(mem.add_fact, "child", "wrote", "z"), mem.stats,
+                                         partial(mem.add_facts, [("child", "wrote", "zz")])]
     for call in calls:
-        try:
-            call()
-            got.append("no error")
-        except StoreError as exc:
-            got.append(str(exc))
-        except BaseException as exc:  # noqa: BLE001 - reported to the parent
-            got.append(f"{type(exc).__name__}: {exc}")
+        got.append(outcome(call))
     mem.close()
     del mem, calls, call
     gc.collect()
