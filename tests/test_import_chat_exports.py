@@ -64,6 +64,9 @@ def test_files_errors(tmp_path: Path, fmt: str, beside: tuple[str, ...], other: 
         reader(fmt).files(ReadOptions(root=tmp_path))
     with pytest.raises(InvalidInputError, match=f"{called}; use: ingest {other}"):
         reader(fmt).files(ReadOptions(root=DATA / other))
-    (tmp_path / "conversations.json").write_text('{"conversations": []}')
-    with pytest.raises(InvalidInputError, match="not a JSON array"):
+    (tmp_path / "conversations.json").write_text("hello")
+    with pytest.raises(InvalidInputError, match="not JSON"):
         reader(fmt).files(ReadOptions(root=tmp_path))
+    # a wrapper object holding the array is read too (an empty one holds nothing)
+    (tmp_path / "conversations.json").write_text('{"conversations": []}')
+    assert read_all(reader(fmt), tmp_path) == []

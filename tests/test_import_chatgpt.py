@@ -174,3 +174,23 @@ def test_streaming_a_30_mb_export_in_bounded_memory(tmp_path: Path) -> None:
     got = stream(READER, tmp_path / "big")
     assert got.messages >= 15_000
     assert got.peak < 20_000_000
+
+
+def test_one_conversation_as_an_object_and_the_wrapper(tmp_path: Path) -> None:
+    """A file holding one conversation object (single-chat exporters), or
+    ``{"conversations": [...]}``, reads like the export's array."""
+    conv = {"title": "single", "create_time": 1700000000.5, "conversation_id": "c-1", "current_node": "n3",
+            "mapping": {
+                "n1": {"id": "n1", "parent": None, "children": ["n2"], "message": None},
+                "n2": {"id": "n2", "parent": "n1", "children": ["n3"], "message": {
+                    "id": "n2", "author": {"role": "user"}, "create_time": 1700000001,
+                    "content": {"content_type": "text", "parts": ["one conversation as an object"]}}},
+                "n3": {"id": "n3", "parent": "n2", "children": [], "message": {
+                    "id": "n3", "author": {"role": "assistant"}, "create_time": 1700000002,
+                    "content": {"content_type": "text", "parts": ["ok"]}}}}}
+    f = tmp_path / "conversations.json"
+    for shape in (conv, {"conversations": [conv]}, [conv]):
+        f.write_text(json.dumps(shape))
+        assert READER.detect(f)
+        assert [(m.key, m.text) for m in messages(read_all(READER, f))] == [
+            ("c-1/n2", "one conversation as an object"), ("c-1/n3", "ok")], shape

@@ -119,8 +119,23 @@ def test_bad_records_are_skips(tmp_path: Path) -> None:
     items = read_all(READER, write(tmp_path, ["oops", {"name": "no uuid"}, conv]))
     assert items[:2] == [Skip("conversations.json[0]", "not a conversation object"),
                          Skip("conversations.json[1]", "conversation without a uuid")]
-    assert Skip("conversations.json[2].chat_messages[3]", "message without a uuid") in items
-    assert len(messages(items)) == 3
+    # a message without a uuid (a trimmed export) is named by its place on the branch
+    got = messages(items)
+    assert len(got) == 4 and got[2].key == f"{conv['uuid']}/#3" and got[2].text.startswith("Here is the profile")
+
+
+def test_a_single_conversation_object_without_uuids(tmp_path: Path) -> None:
+    """What single-chat exporters write (the shape of public fixtures): one
+    object, ``conversation_id`` for the uuid, messages without uuids or times."""
+    (tmp_path / "conversations.json").write_text(json.dumps({
+        "conversation_id": "claude-abc", "name": "demo chat", "chat_messages": [
+            {"sender": "human", "text": "hello"}, {"sender": "assistant", "text": "hi there"},
+            {"future_field": {"x": 1}}], "custom_export_meta": "v2"}))
+    assert READER.detect(tmp_path)
+    items = read_all(READER, tmp_path)
+    assert [(m.key, m.speaker, m.text) for m in messages(items)] == [
+        ("claude-abc/#0", "user", "hello"), ("claude-abc/#1", "assistant", "hi there")]
+    assert items[-1] == Skip("claude-abc/#2", "empty")
 
 
 def test_times_speakers_and_fallbacks(tmp_path: Path) -> None:

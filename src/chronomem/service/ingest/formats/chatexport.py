@@ -1,7 +1,8 @@
 """What the chat export readers (ChatGPT, Claude.ai) share: both exports
 are a ``conversations.json`` array (in a folder or a ``.zip``), told apart
 by the shape their first conversation opens with, and read a conversation
-at a time."""
+at a time. A file holding one conversation object (single-chat exporters),
+or ``{"conversations": [...]}``, is read too."""
 
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ class ExportReader(Reader):
     def detect(self, path: Path) -> bool:
         try:
             text = head(path)
-            if not text.lstrip().startswith("["):
+            if not text.lstrip().startswith(("[", "{")):
                 return False
             shape = _first_shape(text)
             if shape is not None:
@@ -69,8 +70,8 @@ class ExportReader(Reader):
         label = _SHAPES[self.name][0]
         found = export_files(opts.root, label)
         text = head(found[0])
-        if not text.lstrip().startswith("["):
-            raise InvalidInputError(f"path: {str(found[0])!r} is not a {label} export (not a JSON array)")
+        if not text.lstrip().startswith(("[", "{")):
+            raise InvalidInputError(f"path: {str(found[0])!r} is not a {label} export (not JSON)")
         shape = _first_shape(text)
         if shape is not None and shape != self.name:
             raise InvalidInputError(f"path: {str(found[0])!r} is a {_SHAPES[shape][0]} export; use: ingest {shape}")

@@ -122,10 +122,9 @@ def _conversation(conv: Mapping[str, Any], conv_id: str, where: str) -> Iterator
     messages = [m for m in raw if isinstance(m, Mapping)] if isinstance(raw, list) else []
     path, children = _branch(messages)
     for i, msg in enumerate(path):
-        msg_id = opt_str(msg.get("uuid"))
-        if msg_id is None:
-            yield Skip(f"{where}.chat_messages[{i}]", "message without a uuid")
-            continue
+        # a trimmed export (a single-chat exporter's) may drop message uuids: the
+        # position names the message then (stable while the chat only grows)
+        msg_id = opt_str(msg.get("uuid")) or f"#{i}"
         key = f"{conv_id}/{msg_id}"
         text = _text(msg)
         if not text.strip():
@@ -150,7 +149,7 @@ class ClaudeAIReader(ExportReader):
     id_field = "a uuid"
 
     def conversation_id(self, conv: Mapping[str, Any]) -> str | None:
-        return opt_str(conv.get("uuid"))
+        return opt_str(conv.get("uuid")) or opt_str(conv.get("conversation_id")) or opt_str(conv.get("id"))
 
     def older(self, conv: Mapping[str, Any], since: _dt.datetime) -> bool:
         updated = iso_time(conv.get("updated_at"))

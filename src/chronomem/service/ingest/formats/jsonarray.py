@@ -33,6 +33,8 @@ CHUNK = 1 << 16
 #: one element larger than this (chars) is not buffered further: the rest of
 #: the file is skipped, so a garbled file cannot make a reader eat all memory
 MAX_ELEMENT = 1 << 30
+#: a conversation file that is one object is read whole: at most this many bytes
+MAX_OBJECT_FILE = 256 << 20
 # how close to the buffer's end a decode error may be and still be "the
 # element goes on in the next chunk" (a cut number, literal or \\u escape)
 _TAIL = 16
@@ -204,13 +206,70 @@ class _Lazy:
         return data
 
 
+class _Prefixed:
+    """A stream whose first bytes were read ahead to look at: gives them back first."""
+
+    def __init__(self, head: bytes, rest: Readable) -> None:
+        self._head, self._rest = head, rest
+
+    def read(self, n: int = -1) -> bytes:
+        if self._head:
+            data = self._head if n < 0 or n >= len(self._head) else self._head[:n]
+            self._head = self._head[len(data):]
+            return data
+        return self._rest.read(n)
+
+
+def _object_file(fp: Readable, name: str) -> Iterator[tuple[int, Any] | Skip]:
+    """A conversation file that is one JSON object, not the export's array:
+    one conversation (what single-chat exporters write), or a wrapper
+    ``{"conversations": [...]}``. Read whole: these files hold one chat, or
+    are a tool's re-packing; the official exports are arrays and stream."""
+    parts: list[bytes] = []
+    size = 0
+    while size <= MAX_OBJECT_FILE:
+        got = fp.read(CHUNK)
+        if not got:
+            break
+        parts.append(got)
+        size += len(got)
+    raw = b"".join(parts)
+    if size > MAX_OBJECT_FILE:
+        yield Skip(name, f"a JSON object larger than {MAX_OBJECT_FILE} bytes: give the export's array file")
+        return
+    try:
+        value = json.loads(raw.decode("utf-8", "replace").removeprefix("\ufeff"), strict=False)
+    except json.JSONDecodeError as err:
+        yield Skip(name, f"invalid JSON: {err.msg}")
+        return
+    inner = value.get("conversations") if isinstance(value, dict) else None
+    if isinstance(inner, list):
+        yield from enumerate(inner)
+    else:
+        yield 0, value
+
+
+def iter_conversations(fp: Readable, name: str) -> Iterator[tuple[int, Any] | Skip]:
+    """The elements of a conversation file: the export's array streamed
+    (:func:`iter_array`), or the conversations of a file holding one object."""
+    ahead = b""
+    while len(ahead) < 64:
+        got = fp.read(64)
+        if not got:
+            break
+        ahead += got
+    first = ahead.removeprefix(b"\xef\xbb\xbf").lstrip()[:1]
+    stream = _Prefixed(ahead, fp)
+    return _object_file(stream, name) if first == b"{" else iter_array(stream, name)
+
+
 def iter_export(file: Path) -> Iterator[tuple[str, int, Any] | Skip]:
     """``(where, index, element)`` over every conversation file of ``file``
     (see :func:`open_members`); a bad zip or a bad file is a :class:`Skip`."""
     try:
         with open_members(file) as members:
             for name, fp in members:
-                for item in iter_array(fp, name):
+                for item in iter_conversations(fp, name):
                     yield item if isinstance(item, Skip) else (name, item[0], item[1])
     except (OSError, zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError) as err:
         # a damaged zip or member, or one compressed with a method zipfile lacks (Deflate64)
