@@ -115,6 +115,18 @@ def test_the_shared_reproduction_passes(rep: int) -> None:
 
 # -- the parent's Memory in a child -----------------------------------------
 
+def in_child(target: Callable[[Any, Any], None], mem: chronomem.Memory) -> Any:
+    """Run ``target(mem, queue)`` in a forked child; what it put on the queue
+    (the child must exit cleanly)."""
+    out = FORK.Queue()
+    p = FORK.Process(target=target, args=(mem, out))
+    p.start()
+    got = out.get(timeout=60)
+    p.join(60)
+    assert p.exitcode == 0
+    return got
+
+
 def outcome(call: Callable[[], object]) -> str:
     """What a call in a forked child did, as the parent is told: "no error",
     the message of the StoreError it raised, or the type and message of any
@@ -149,12 +161,7 @@ def test_the_parents_memory_raises_in_a_child(kind: str, tmp_path: Path, request
     target = {"file": str(tmp_path / "m.db"), "memory": ":memory:"}.get(kind) or pg_schema_url(request)
     mem = chronomem.open(target, embedder=None)
     mem.add_fact("parent", "wrote", "x")
-    out = FORK.Queue()
-    p = FORK.Process(target=_use_parents, args=(mem, out))
-    p.start()
-    got = out.get(timeout=60)
-    p.join(60)
-    assert p.exitcode == 0
+    got = in_child(_use_parents, mem)
     want = f"this memory was opened in process {os.getpid()}; open it again in this process"
     assert len(got) == 4 and all(want in g for g in got), got
     # the parent's memory is untouched: nothing the child tried was written,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import multiprocessing as mp
 import os
 import subprocess
 import sys
@@ -27,7 +26,7 @@ from chronomem.service.doctor import Doctor
 from chronomem.service.facts import FactWrites
 from chronomem.service.identity import Identity
 from chronomem.service.ingest.run import Importer
-from test_fork import outcome
+from test_fork import in_child, outcome
 
 #: modules only the lazy services (and the decay read) import
 LAZY_MODULES = ["chronomem.service.analyses", "chronomem.service.doctor", "chronomem.service.ingest.run",
@@ -209,16 +208,10 @@ def _first_use_in_child(mem: Memory, out: Any) -> None:
 
 @pytest.mark.skipif(not hasattr(os, "register_at_fork"), reason="fork() is POSIX-only")
 def test_a_service_first_used_after_a_fork_refuses_the_parents_memory(db: Path) -> None:
-    fork = mp.get_context("fork")
     mem = chronomem.open(str(db), embedder=None)
     try:
         mem.recall("walrus")  # the lazy services are still unmade when the parent forks
-        out = fork.Queue()
-        p = fork.Process(target=_first_use_in_child, args=(mem, out))
-        p.start()
-        got = out.get(timeout=60)
-        p.join(60)
-        assert p.exitcode == 0
+        got = in_child(_first_use_in_child, mem)
         want = f"this memory was opened in process {os.getpid()}; open it again in this process"
         assert len(got) == 4 and all(want in g for g in got[:3]), got
         assert json.loads(got[3]) == [False, ["unreadable"], True], got[3]
