@@ -7,15 +7,12 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import chronomem
 from chronomem import Memory
-from contract._helpers import MemoryFactory
-from hash_embedder import HashEmbedder
-from hostile.corpus import CASES, OPS, setup
+from hostile.corpus import CASES, OPS
 from hostile.test_python import state
 
 # the parameters of each operation (corpus.py's docstring)
@@ -65,22 +62,14 @@ def calls(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
     return op, args
 
 
-@pytest.fixture
-def fuzzed(make_memory: MemoryFactory) -> Memory:
-    mem = make_memory(clock=chronomem.FakeClock("2025-01-01T00:00:00Z"))
-    mem.use_embedder(HashEmbedder())
-    setup(mem)
-    return mem
-
-
 @settings(max_examples=100, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                  HealthCheck.data_too_large])
 @given(call=calls())
-def test_every_call_returns_or_raises_a_typed_error(fuzzed: Memory, call: tuple[str, dict[str, Any]]) -> None:
+def test_every_call_returns_or_raises_a_typed_error(prepared: Memory, call: tuple[str, dict[str, Any]]) -> None:
     op, args = call
-    before = state(fuzzed)
+    before = state(prepared)
     try:
-        getattr(fuzzed, op)(**args)
+        getattr(prepared, op)(**args)
     except chronomem.ChronomemError:
-        assert state(fuzzed) == before, f"{op}({args!r}) raised but changed the store"
+        assert state(prepared) == before, f"{op}({args!r}) raised but changed the store"

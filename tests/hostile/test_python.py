@@ -19,9 +19,8 @@ from chronomem.core import limits
 from chronomem.core.time import Precision, TimePoint, period_end
 from chronomem.io import export_jsonl, import_jsonl
 from contract._helpers import MemoryFactory, snapshot
-from hash_embedder import HashEmbedder
 from hostile import corpus
-from hostile.corpus import CASES, OPS, Case, setup
+from hostile.corpus import CASES, OPS, Case
 
 
 def call(mem: Memory, case: Case) -> Any:
@@ -55,14 +54,6 @@ def matches(got: str, expect: str) -> bool:
     if expect == "accept" or got == "accept" or got.startswith("other:"):
         return got == expect
     return issubclass(getattr(errors, got), getattr(errors, expect))
-
-
-@pytest.fixture
-def prepared(make_memory: MemoryFactory) -> Memory:
-    mem = make_memory(clock=chronomem.FakeClock("2025-01-01T00:00:00Z"))
-    mem.use_embedder(HashEmbedder())
-    setup(mem)
-    return mem
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
