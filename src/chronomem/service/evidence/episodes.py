@@ -50,7 +50,7 @@ from .redact import redact
 from .timemention import ambiguous_phrases, resolve_mentions
 from .vector import drop_ann_files
 
-__all__ = ["EpisodeNotFoundError", "Episodes", "episode_store"]
+__all__ = ["EpisodeNotFoundError", "Episodes", "episode_store", "supersede_in"]
 
 log = logging.getLogger("chronomem.evidence")
 
@@ -402,10 +402,7 @@ class Episodes:
         if old.superseded_by is not None:
             raise ConflictError(f"episode {old.id} is already superseded by {old.superseded_by}")
         with self._es.write() as tx:
-            takes_effect = new.occurred_at if new.occurred_at is not None else new.recorded_at
-            # never recorded before either episode was: a read as known at K
-            # that applies it also sees the episode that overrides
-            tx.supersede_episode(old.rowid, new.id, takes_effect, max(tx.now, new.recorded_at, old.recorded_at))
+            supersede_in(tx, old, new)
             tx.bump_episode_generation()
         return self.episode(old.id)
 
@@ -597,6 +594,15 @@ class Episodes:
         emb = self._embedding.loaded
         out["embedder"] = emb.name if emb is not None else None
         return out
+
+
+def supersede_in(tx: EpisodeWriteTx, old: EpisodeRecord, new: EpisodeRecord) -> None:
+    """Record in ``tx`` that ``new`` overrides ``old``: from when ``new`` was
+    said (its ``occurred_at``, else its ``recorded_at``), recorded now or at
+    the later ``recorded_at`` of the two, never before either episode was (a
+    read as known at K that applies it also sees the episode that overrides)."""
+    takes_effect = new.occurred_at if new.occurred_at is not None else new.recorded_at
+    tx.supersede_episode(old.rowid, new.id, takes_effect, max(tx.now, new.recorded_at, old.recorded_at))
 
 
 def episode_store(store: Store) -> EpisodeStore:

@@ -30,9 +30,10 @@ from ...core.limits import MAX_EPISODE_CHARS, MAX_SESSION_CHARS, MAX_SOURCE_CHAR
 from ...core.time import TimeLike, period_end, to_us
 from ...errors import InvalidInputError
 from ...store.protocol import EpisodeRecord, EpisodeWriteTx
-from ..evidence.episodes import Episodes, episode_store
+from ..evidence.episodes import Episodes, episode_store, supersede_in
 from ..scope import Scope
 from .formats import detect, reader
+from .formats.text import clean
 from .source import ReadOptions, Skip, SourceMessage
 
 __all__ = ["ImportProgress", "ImportSummary", "Importer"]
@@ -128,17 +129,7 @@ def _digest(text: str, speaker: str | None, occurred: str | None) -> str:
 def _clean(text: str) -> str:
     """What a store accepts, from whatever a file held: NUL dropped, lone
     surrogates replaced (the API refuses both; an import should not)."""
-    if "\x00" in text:
-        text = text.replace("\x00", "")
-    return text.encode("utf-8", "replace").decode("utf-8") if _has_surrogate(text) else text
-
-
-def _has_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
+    return clean(text.replace("\x00", "") if "\x00" in text else text)
 
 
 def _clip(value: str | None, limit: int) -> str | None:
@@ -244,9 +235,9 @@ class Importer:
             return True  # the write reports it
         return period_end(said).us > to_us(opts.since)
 
-    def _item(self, fmt: str, msg: SourceMessage, summary: ImportSummary,
+    def _item(self, fmt: str, msg: SourceMessage, text: str, summary: ImportSummary,
               recorded_at: str) -> dict[str, Any]:
-        text = _clean(msg.text)
+        """The episode for ``msg`` whose text, cleaned (:func:`_clean`), is ``text``."""
         if len(text) > MAX_EPISODE_CHARS:  # a pasted log: keep the head, say how much is missing
             cut = MAX_EPISODE_CHARS - 64
             text = text[:cut] + _TRUNCATED.format(n=len(text) - cut)
@@ -278,7 +269,8 @@ class Importer:
         keys: list[tuple[str, str, str | None]] = []  # (key, digest, the episode it replaces)
         for key, msg in latest.items():
             occurred = msg.occurred_at.isoformat() if isinstance(msg.occurred_at, _dt.datetime) else msg.occurred_at
-            digest = _digest(_clean(msg.text), msg.speaker, occurred)
+            text = _clean(msg.text)
+            digest = _digest(text, msg.speaker, occurred)
             known = stored.get(key)
             if known is not None and known[1] == digest:
                 summary.unchanged += 1
@@ -286,7 +278,7 @@ class Importer:
             if known is not None and known[1] == "":
                 summary.skip(f"{fmt}:{msg.key}", "erased: the stored episode was erased; not imported again")
                 continue
-            items.append(self._item(fmt, msg, summary, recorded_at))
+            items.append(self._item(fmt, msg, text, summary, recorded_at))
             keys.append((key, digest, known[0] if known else None))
         if dry:
             for _key, _d, old in keys:
@@ -331,8 +323,6 @@ class Importer:
         """The new version overrides the old from when it was said; a version
         someone already superseded, or erased, is left as it is."""
         old = tx.episode_by_id(old_id)
-        if old is None or old.erased_at is not None or old.superseded_by is not None:
-            return
-        takes_effect = new.occurred_at if new.occurred_at is not None else new.recorded_at
-        tx.supersede_episode(old.rowid, new.id, takes_effect, max(tx.now, new.recorded_at, old.recorded_at))
+        if old is not None and old.erased_at is None and old.superseded_by is None:
+            supersede_in(tx, old, new)
 
