@@ -360,8 +360,6 @@ XFAIL: dict[str, str] = {
     "e122": "year word after a quarter (Q3 next year) not folded in: two mentions, Q3 of this year",
     "e11": "bare month name without 'in' (on November?) not found",
     "e73": _UNSPEC + "'the week before last' not found",
-    "e119": _UNSPEC + "'last March' not found",
-    "e120": _UNSPEC + "'next March' not found",
     "e132": _UNSPEC + "holiday name not found",
     "c04": _UNSPEC + "上上周 read as 上周",
     "c54": _UNSPEC + "2点半 gives an hour-long span from 14:30 at HOUR precision",

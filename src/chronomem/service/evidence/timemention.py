@@ -398,6 +398,20 @@ def _rule_month_rel_year(m: re.Match[str], base: _dt.datetime) -> Result | None:
     return month_span(base.year + step, _MONTH_NUM[m.group("mn")[:3].lower()], tz)
 
 
+def _rule_month_rel(m: re.Match[str], base: _dt.datetime) -> Result | None:
+    """"last March", "next May": the nearest such month before / after the
+    current one ("this March": of this year), as the read phrases read it."""
+    tz = base.tzinfo or _dt.timezone.utc
+    rel = m.group("rel").lower()
+    month = _MONTH_NUM[m.group("mn")[:3].lower()]
+    year = base.year
+    if rel in ("last", "past"):
+        year = year if month < base.month else year - 1
+    elif rel in ("next", "coming"):
+        year = year if month > base.month else year + 1
+    return month_span(year, month, tz)
+
+
 Rule = Callable[[re.Match[str], _dt.datetime], "Result | None"]
 
 # (pattern, rule or None for dateparser, language for dateparser)
@@ -427,6 +441,10 @@ _PATTERNS: list[tuple[LazyPattern, Rule | None, str]] = [
      _rule_ago, "en"),
     (lazy(r"\b(?:yesterday|today|tonight|tomorrow|last\s+night|this\s+(?:morning|afternoon|evening))\b", re.I),
      _rule_day_name, "en"),
+    # "may" and "mar" are words too: only a capitalised May or Mar names the month here
+    (lazy(r"\b(?P<rel>(?i:last|next|this|past|coming))\s+(?P<mn>(?i:jan(?:uary)?|feb(?:ruary)?|march|apr(?:il)?|"
+          r"june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)|May|Mar)\b"),
+     _rule_month_rel, "en"),
     (lazy(rf"\b(?:(?P<pre>last|next|this|on|past|coming|by|until|till|before|since|from|after)\s+)?"
                 rf"(?P<wd>{_WEEKDAY})\b", re.I), _rule_weekday, "en"),
     (lazy(r"\b(?:19|20)\d{2}-\d{2}-\d{2}\b"), None, "en"),
@@ -473,7 +491,7 @@ _GATES: list[str | tuple[str, ...]] = [
     ("tomorrow", "yesterday"),
     ("quarter", "q1", "q2", "q3", "q4"), ("weekend",), ("week", "month", "year", *_SEASON_WORDS),
     ("day", "week", "month", "year"),
-    ("yesterday", "today", "tonight", "tomorrow", "night", "morning", "afternoon", "evening"), ("day",),
+    ("yesterday", "today", "tonight", "tomorrow", "night", "morning", "afternoon", "evening"), _MONTHS, ("day",),
     _DIGIT, ("/",), _DIGIT, _DIGIT, _DIGIT, _MONTHS, _MONTHS, _DIGIT, _DIGIT,
     *[_CJK_CHAR] * 10,
 ]
