@@ -10,6 +10,8 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	# the peer the benchmarks compare with (bench temporal's mempalace system); its KnowledgeGraph needs no deps
+	$(BIN)/python -m pip install --quiet --no-deps -r bench/requirements.txt
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -124,6 +124,12 @@ def test_every_json_command_prints_one_json_document(tmp_path: Path, monkeypatch
     run("import", str(rows))
     run("copy", str(db), str(tmp_path / "copy.db"))
     run("erase", short_id(job["id"]), "--yes")
+    scenarios = tmp_path / "scenarios.jsonl"
+    scenarios.write_text(json.dumps({"id": "s", "ops": [{"op": "assert", "at": "2025-01-01", "ref": "a",
+                                                        "subject": "Kai", "predicate": "likes", "object": "tea"}],
+                                     "questions": [{"ask": "values", "rule": "open-end", "subject": "Kai",
+                                                    "predicate": "likes", "as_of": "9999", "expect": ["tea"]}]}))
+    run("bench", "temporal", "--scenarios", str(scenarios), "--systems", "chronomem", "--no-invariants")
     expected = set(leaves()) - set(NO_JSON) - set(NOT_RUN)
     assert ran == expected, f"not run: {sorted(expected - ran)}; unknown: {sorted(ran - expected)}"
     with chronomem.open(tmp_path / "copy.db") as copied:

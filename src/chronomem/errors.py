@@ -13,6 +13,7 @@
     │   ├── CardinalityError         a write that would break a predicate's cardinality
     │   ├── AmbiguousIdError         a shortened fact id that names several facts
     │   ├── ExportVersionError       an export's format_version this chronomem cannot read
+    │   ├── ScenarioFormatError      ``chronomem bench temporal``: a scenario or interval file that cannot be read
     │   └── UnsafeBindError          serving a non-loopback address without a bearer token
     ├── NotFoundError                (also a LookupError)
     │   ├── FactNotFoundError
@@ -63,6 +64,7 @@ __all__ = [
     "MissingExtraError",
     "NotFoundError",
     "PredicateNotFoundError",
+    "ScenarioFormatError",
     "SchemaVersionError",
     "StoreError",
     "StoreLockedError",
@@ -177,6 +179,10 @@ class ExportVersionError(InvalidInputError):
         super().__init__(f"unsupported export format version: format_version is {version!r}; {why}")
 
 
+class ScenarioFormatError(InvalidInputError):
+    """A benchmark scenario or interval file that cannot be read; the message names the file, line and field."""
+
+
 class UnsafeBindError(InvalidInputError):
     """Binding a non-loopback address without a bearer token."""
 
@@ -228,12 +234,11 @@ class StoreLockedError(StoreError):
 class MissingExtraError(ChronomemError, ImportError):
     """An optional dependency is missing; the message names the extra to install."""
 
-    def __init__(self, package: str, extra: str) -> None:
+    def __init__(self, package: str, extra: str, *, hint: str | None = None) -> None:
         self.package = package
         self.extra = extra
-        super().__init__(
-            f"{package} is not installed; install it with: pip install 'chronomem[{extra}]'"
-        )
+        install = hint or f"pip install 'chronomem[{extra}]'"
+        super().__init__(f"{package} is not installed; install it with: {install}")
 
 
 class AuthenticationError(ChronomemError):

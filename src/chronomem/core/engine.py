@@ -18,12 +18,16 @@ Rules (``docs/concepts/time.md`` states them for users):
   ``invalidated_by`` = the new fact);
   a value that starts exactly where the new one starts is replaced; and the new
   fact ends where the next later value begins (out-of-order arrival).
+
+A version whose end was cut short where no closed version records the end it
+was given (rule 1, or a cut in the transaction that wrote it) keeps that end
+in ``stated_to``, so a retraction or correction of the cutter can give it back.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
-from typing import Callable, Iterable
+from typing import Callable, Collection, Iterable
 
 from .time import MAX_US
 from .version import CloseKind, ObjKey, Row
@@ -135,11 +139,13 @@ class TxWork:
 
     # -- the placement rule ----------------------------------------------
     def place(self, cand: Row, *, single: bool, keep: Row | None = None,
-              keep_kind: CloseKind = CloseKind.CORRECTED) -> tuple[Row, str]:
+              keep_kind: CloseKind = CloseKind.CORRECTED, spare: Collection[str] = ()) -> tuple[Row, str]:
         """Apply one write. ``cand`` carries the new fact's id and interval.
 
         ``keep`` is the believed version being rewritten (a correction): it is
-        closed first, and the fact keeps its id. Returns the resulting version
+        closed first, and the fact keeps its id. ``spare``: ids of other facts
+        the single-valued rules leave alone (values a restored version
+        coexisted with before it was cut). Returns the resulting version
         and a status: ``"inserted"``, ``"existing"`` or ``"coalesced"``.
         """
         if keep is not None:
@@ -160,13 +166,15 @@ class TxWork:
         lo, hi, hi_prec = cand.valid_from, cand.valid_to, cand.valid_to_prec
         others: list[Row] = []
         if single:
-            others = [r for k, lst in g.by_obj.items() if k != okey for r in lst]
+            others = [r for k, lst in g.by_obj.items() if k != okey for r in lst if r.fact_id not in spare]
             cut_by: str | None = None
             for r in others:
                 if lo < r.valid_from < hi:
                     hi, hi_prec, cut_by = r.valid_from, r.valid_from_prec, r.fact_id
             if cut_by is not None:
                 _set_end(cand, CloseKind.SUPERSEDED.value, cut_by, None)
+                if cand.stated_to is None:  # the end asked for, for a restore to give back
+                    cand.stated_to, cand.stated_to_prec = cand.valid_to, cand.valid_to_prec
         same = g.by_obj.get(okey) or []
         if same and keep is None:
             # the last believed interval starting at or before lo may contain it
@@ -212,8 +220,10 @@ class TxWork:
         # the union ends where its last part ends, for that part's reason
         if last.valid_to > hi:
             _set_end(merged, last.end_kind, last.invalidated_by, last.end_reason)
+            merged.stated_to, merged.stated_to_prec = last.stated_to, last.stated_to_prec
         elif base is not cand:
             _set_end(merged, cand.end_kind, cand.invalidated_by, cand.end_reason)
+            merged.stated_to, merged.stated_to_prec = cand.stated_to, cand.stated_to_prec
         merged.confidence = max([cand.confidence] + [r.confidence for r in touching])
         for r in touching:
             self.close(g, r, CloseKind.COALESCED, merged.fact_id)
@@ -230,11 +240,19 @@ class TxWork:
         """Close ``r``'s valid interval at ``end`` (a new version): cut by the
         fact ``by`` (``kind`` ``SUPERSEDED``) or invalidated, for the free-text
         ``reason`` if one was given. The closed version's ``closed_by`` names
-        the same cause (``CloseKind.cause``)."""
+        the same cause (``CloseKind.cause``).
+
+        A stored ``r`` keeps its end in its closed version; one this
+        transaction made and never stored has none, so a cut by a fact keeps
+        the end it was given in ``stated_to``."""
         g = self.group(r.subject_id, r.predicate_id)
         nxt = self.successor(r)
         superseded = kind == CloseKind.SUPERSEDED
         self.close(g, r, kind, by if superseded else reason)
+        if not superseded or r.rowid is not None:
+            nxt.stated_to = nxt.stated_to_prec = None
+        elif nxt.stated_to is None:
+            nxt.stated_to, nxt.stated_to_prec = r.valid_to, r.valid_to_prec
         nxt.valid_to, nxt.valid_to_prec = end, end_prec
         _set_end(nxt, kind.value, by if superseded else None, None if superseded else reason)
         self.insert(g, nxt)
@@ -291,7 +309,8 @@ class TxWork:
 
 _CONTENT = ("subject_id", "predicate_id", "object_id", "object_lit", "valid_from", "valid_from_prec",
             "valid_to", "valid_to_prec",
-            "confidence", "source", "episode_id", "properties", "invalidated_by", "end_kind", "end_reason")
+            "confidence", "source", "episode_id", "properties", "invalidated_by", "end_kind", "end_reason",
+            "stated_to", "stated_to_prec")
 
 
 def _set_end(r: Row, kind: str | None, by: str | None, reason: str | None) -> None:

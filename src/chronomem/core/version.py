@@ -87,14 +87,22 @@ class Row:
     open interval or an end written with the fact), ``invalidated_by`` (the
     superseding fact's id, never anything else) and ``end_reason`` (the
     free text given to ``invalidate``). ``close_kind`` / ``closed_by`` say why
-    the version stopped being believed, once it has."""
+    the version stopped being believed, once it has.
+
+    ``stated_to`` / ``stated_to_prec`` keep the end the write (or the
+    correction) gave the version when another value cut it short and no
+    closed version records that end: a value cut on arrival (placement rule
+    1) or cut before it was ever stored. ``None`` otherwise (``MAX_US`` for an
+    open end). Internal bookkeeping: a retraction or correction of the
+    cutter gives the version this end back."""
 
     __slots__ = (
         "rowid", "fact_id", "version", "ns_id", "subject_id", "predicate_id",
         "object_id", "object_lit", "valid_from", "valid_from_prec", "valid_to", "valid_to_prec",
         "system_from", "system_to",
         "confidence", "source", "episode_id", "properties", "invalidated_by",
-        "close_kind", "closed_by", "end_kind", "end_reason", "subject_name", "predicate_name", "object_name",
+        "close_kind", "closed_by", "end_kind", "end_reason", "stated_to", "stated_to_prec",
+        "subject_name", "predicate_name", "object_name",
     )
 
     def __init__(
@@ -122,6 +130,8 @@ class Row:
         closed_by: str | None = None,
         end_kind: str | None = None,
         end_reason: str | None = None,
+        stated_to: int | None = None,
+        stated_to_prec: int | None = None,
         subject_name: str | None = None,
         predicate_name: str | None = None,
         object_name: str | None = None,
@@ -149,6 +159,8 @@ class Row:
         self.closed_by = closed_by
         self.end_kind = end_kind
         self.end_reason = end_reason
+        self.stated_to = stated_to
+        self.stated_to_prec = stated_to_prec
         self.subject_name = subject_name
         self.predicate_name = predicate_name
         self.object_name = object_name

@@ -260,14 +260,15 @@ class FactWrites:
             cand, single = uow.build(item)
             cand.fact_id = old.fact_id
             cand.version = old.version + 1
-            if "valid_to" not in changes:  # the end stays, and so does what caused it
+            if "valid_to" not in changes:  # the end stays, and so does what caused it (and the end it was given)
                 cand.end_kind, cand.invalidated_by, cand.end_reason = old.end_kind, old.invalidated_by, old.end_reason
+                cand.stated_to, cand.stated_to_prec = old.stated_to, old.stated_to_prec
             else:
                 cand.end_kind = cand.invalidated_by = cand.end_reason = None
             # values this fact had cut short get their interval back first, so
             # the corrected version cuts them where it now starts
             work.close_version(old, CloseKind.CORRECTED, why)
-            uow.unsupersede(fact_id)
+            uow.unsupersede(fact_id, then=cand if single else None)
             result, _ = work.place(cand, single=single, keep=old)
         return self._written(result, work)
 

@@ -103,12 +103,31 @@ class UnitOfWork:
             )
         return live
 
-    def unsupersede(self, fact_id: str) -> None:
-        """Restore the values that ``fact_id`` had superseded (it was never true)."""
+    def unsupersede(self, fact_id: str, *, then: Row | None = None) -> None:
+        """Restore the values that ``fact_id`` had cut short (it was never
+        true, or no longer where it was): each gets back the end and the cause
+        it had before the cut, then is placed again. Two kinds: the versions
+        ``fact_id`` closed (placement rule 2 or 3: the closed version holds
+        the earlier end), and believed versions it cut on arrival (rule 1: the
+        end given is their ``stated_to``).
+
+        ``then``: the corrected version of ``fact_id`` (single-valued) about to
+        be placed. Each restored value is cut where it now starts first, or,
+        starting there too, left as it is: a value given back only to be cut
+        again must not coalesce on the way with a later statement of itself
+        (which the cut would then take with it)."""
         tx, work = self.tx, self.work
+        single_valued = self.scope.single_valued
+        done: set[str] = set()
+        # a value cut by this fact more than once: its latest cut holds the
+        # end it had just before (and any correction made in between)
+        latest: dict[str, Row] = {}
         for closed in tx.rows_closed_by(self.scope.ns_id, fact_id):
-            if closed.close_kind != CloseKind.SUPERSEDED:
-                continue
+            if closed.close_kind == CloseKind.SUPERSEDED:
+                prev = latest.get(closed.fact_id)
+                if prev is None or prev.version < closed.version:
+                    latest[closed.fact_id] = closed
+        for closed in sorted(latest.values(), key=lambda r: r.rowid or 0):
             live = work.find_believed(closed.fact_id, closed.subject_id, closed.predicate_id)
             if live is not None and live.invalidated_by != fact_id:
                 continue  # changed since: leave it
@@ -118,14 +137,114 @@ class UnitOfWork:
             version = max(v.version for v in versions) + 1
             if live is None:
                 cand = closed.copy(version=version, rowid=None)
+            elif live.stated_to is not None:
+                # given an end since the cut (a correction of valid_to, cut
+                # again): that end, not the one it had before
+                cand = live.copy(version=version, rowid=None)
+                self._reopen_stated(cand, force=True)
             else:
                 # the believed version gets back the end it had before the cut;
                 # its content stays what it is now (a correction since is kept)
                 cand = live.copy(version=version, rowid=None, valid_to=closed.valid_to,
                                  valid_to_prec=closed.valid_to_prec, invalidated_by=closed.invalidated_by,
-                                 end_kind=closed.end_kind, end_reason=closed.end_reason)
-            work.place(cand, single=self.scope.single_valued(closed.predicate_id), keep=live,
-                       keep_kind=CloseKind.RESTORED)
+                                 end_kind=closed.end_kind, end_reason=closed.end_reason,
+                                 stated_to=closed.stated_to, stated_to_prec=closed.stated_to_prec)
+            self._reopen_stated(cand)
+            done.add(closed.fact_id)
+            if then is not None and not self._cut_for(cand, then):
+                continue
+            # values it coexisted with before the cut stay as they were (e.g.
+            # ones written before the predicate was declared single-valued)
+            spare = self._coexisting(cand, closed.valid_from, closed.valid_to, closed.system_to)
+            work.place(cand, single=single_valued(closed.predicate_id), keep=live,
+                       keep_kind=CloseKind.RESTORED, spare=spare)
+        for live in self._cut_short_by(fact_id):
+            if live.fact_id in done:
+                continue
+            done.add(live.fact_id)
+            cand = live.copy(version=max(v.version for v in tx.rows_of_fact(live.fact_id)) + 1, rowid=None)
+            self._reopen_stated(cand, force=True)
+            if then is not None and not self._cut_for(cand, then):
+                continue
+            spare = self._coexisting(cand, live.valid_from, live.valid_to, live.system_from)
+            work.place(cand, single=single_valued(live.predicate_id), keep=live,
+                       keep_kind=CloseKind.RESTORED, spare=spare)
+
+    def _cut_for(self, cand: Row, corrected: Row) -> bool:
+        """Cut the restored ``cand`` as ``corrected`` will (placement rules 2
+        and 3): it ends where ``corrected`` starts (keeping the end it was
+        given). ``False``: it starts there too and is replaced (left as it is)."""
+        if ((cand.subject_id, cand.predicate_id) != (corrected.subject_id, corrected.predicate_id)
+                or cand.okey == corrected.okey):
+            return True
+        lo, hi = corrected.valid_from, corrected.valid_to
+        for r in self.work.group(cand.subject_id, cand.predicate_id).rows():
+            if r.okey != corrected.okey and lo < r.valid_from < hi:
+                hi = r.valid_from  # corrected will end there (rule 1)
+        if lo < cand.valid_from < hi:
+            hi = cand.valid_from
+        if not (cand.valid_from < hi and lo < cand.valid_to):
+            return True
+        if cand.valid_from >= lo:
+            return False
+        if cand.stated_to is None:
+            cand.stated_to, cand.stated_to_prec = cand.valid_to, cand.valid_to_prec
+        cand.valid_to, cand.valid_to_prec = lo, corrected.valid_from_prec
+        cand.end_kind, cand.invalidated_by, cand.end_reason = CloseKind.SUPERSEDED.value, corrected.fact_id, None
+        return True
+
+    def _cut_short_by(self, fact_id: str) -> list[Row]:
+        """The believed versions ``fact_id`` cut where no closed version holds
+        their earlier end (they carry it in ``stated_to``), in every
+        (subject, predicate) group a version of it was in."""
+        work = self.work
+        groups = {(v.subject_id, v.predicate_id) for v in self.tx.rows_of_fact(fact_id)}
+        out: list[Row] = []
+        for sid, pid in sorted(groups):
+            for lst in work.group(sid, pid).by_obj.values():
+                out.extend(r for r in lst if r.invalidated_by == fact_id and r.stated_to is not None
+                           and r.end_kind == CloseKind.SUPERSEDED.value)
+        out.sort(key=lambda r: (r.valid_from, r.fact_id))
+        return out
+
+    def _reopen_stated(self, cand: Row, *, force: bool = False) -> None:
+        """Give ``cand`` the end it was given, if it has one recorded and the
+        fact that cut it is not believed any more (``force``: it is the fact
+        being taken away); placement then cuts it again where a live value
+        begins."""
+        if cand.stated_to is None or cand.stated_to_prec is None:
+            return
+        if not force:
+            cutter = cand.invalidated_by
+            if cutter is None or cand.end_kind != CloseKind.SUPERSEDED.value:
+                return
+            g = self.work.group(cand.subject_id, cand.predicate_id)
+            if any(r.fact_id == cutter for r in g.rows()):
+                return  # still believed: the cut stands
+        cand.valid_to, cand.valid_to_prec = cand.stated_to, cand.stated_to_prec
+        cand.stated_to = cand.stated_to_prec = None
+        cand.end_kind = cand.invalidated_by = cand.end_reason = None
+
+    def _coexisting(self, cand: Row, valid_from: int, valid_to: int, cut_at: int) -> frozenset[str]:
+        """Ids of the other believed facts that overlap ``cand`` now and had,
+        just before system time ``cut_at``, a believed version overlapping
+        ``[valid_from, valid_to)``: values the restored one lived beside
+        (written before a predicate was declared single-valued), which the
+        restore leaves as they are. Values written since are placed against
+        it as usual."""
+        g = self.work.group(cand.subject_id, cand.predicate_id)
+        out: set[str] = set()
+        for r in g.rows():
+            if r.fact_id == cand.fact_id or r.fact_id in out:
+                continue
+            if not (r.valid_from < cand.valid_to and cand.valid_from < r.valid_to):
+                continue
+            for v in self.tx.rows_of_fact(r.fact_id):
+                if (v.system_from < cut_at <= v.system_to and v.valid_from < valid_to and valid_from < v.valid_to
+                        and v.okey != cand.okey):
+                    out.add(r.fact_id)
+                    break
+        return frozenset(out)
 
 
 @contextmanager

@@ -27,7 +27,7 @@ FACT_COLUMNS = (
     "rowid", "fact_id", "version", "ns_id", "subject_id", "predicate_id", "object_id",
     "object_lit", "valid_from", "valid_from_prec", "valid_to", "valid_to_prec",
     "system_from", "system_to", "confidence", "source", "episode_id", "properties",
-    "invalidated_by", "close_kind", "closed_by", "end_kind", "end_reason",
+    "invalidated_by", "close_kind", "closed_by", "end_kind", "end_reason", "stated_to", "stated_to_prec",
 )
 
 

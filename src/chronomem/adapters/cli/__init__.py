@@ -28,7 +28,7 @@ __all__ = ["ChronomemGroup", "main"]
 
 log = logging.getLogger("chronomem.cli")
 
-_OPTIONAL_MODULES = ("agent_cmds", "web_cmds", "pg_cmds", "evidence_cmds", "ingest_cmds", "hook_cmds")
+_OPTIONAL_MODULES = ("agent_cmds", "web_cmds", "pg_cmds", "evidence_cmds", "ingest_cmds", "hook_cmds", "bench_cmds")
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]

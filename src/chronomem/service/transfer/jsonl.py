@@ -43,7 +43,15 @@ from ...core.limits import check_clean_tree
 from ...core.time import Precision, format_us, parse_time, to_us
 from ...errors import ConflictError, ExportVersionError, InvalidInputError
 from ..gcpause import paused_gc
-from .portable import MENTION_TIME_FIELDS, RECORD_TYPES, TIME_FIELDS, Record, namespace_is_empty, namespace_records
+from .portable import (
+    MENTION_TIME_FIELDS,
+    RECORD_TYPES,
+    STATED_OPEN,
+    TIME_FIELDS,
+    Record,
+    namespace_is_empty,
+    namespace_records,
+)
 from .restore import Restorer
 from .rows import ImportResult, Progress, add_batches, checked_item, more_errors, read_lines
 from .table import TABLE_FIELDS, import_table
@@ -68,9 +76,11 @@ EXPORT_FORMAT = "chronomem-export"
 #: cause (``end_kind``, ``end_reason``; ``invalidated_by`` only a fact id);
 #: files of versions 1 to 3 still restore (a free-text ``invalidated_by``
 #: becomes the ``end_reason``); version 5 the ``import_key`` lines (what
-#: transcript imports stored, so a restored memory re-imports nothing).
-EXPORT_VERSION = 5
-_READS_VERSIONS = (1, 2, 3, 4, 5)
+#: transcript imports stored, so a restored memory re-imports nothing);
+#: version 6 a fact's ``stated_end`` (the end it was given before another
+#: value cut it; files without it restore with none recorded).
+EXPORT_VERSION = 6
+_READS_VERSIONS = (1, 2, 3, 4, 5, 6)
 
 
 @dataclass
@@ -101,6 +111,8 @@ def _to_json(rec: Record) -> dict[str, Any]:
     for name in TIME_FIELDS.get(rec["type"], ()):
         if out.get(name) is not None:
             out[name] = _iso(out[name])
+    if rec["type"] == "fact" and isinstance(rec.get("stated_end"), int):
+        out["stated_end"] = _iso(rec["stated_end"])
     if rec["type"] == "episode":
         out["mentions"] = [{**m, **{f: _iso(m[f]) for f in MENTION_TIME_FIELDS}} for m in rec["mentions"]]
         out["vectors"] = {k: base64.b64encode(v).decode("ascii") for k, v in rec["vectors"].items()}
@@ -118,6 +130,8 @@ def _from_json(obj: Mapping[str, Any]) -> Record:
     """The inverse of :func:`_to_json` (the restorer checks the rest)."""
     out = dict(obj)
     _times_from_json(out, TIME_FIELDS.get(out["type"], ()))
+    if out["type"] == "fact" and out.get("stated_end") not in (None, STATED_OPEN):
+        _times_from_json(out, ("stated_end",))
     if out["type"] == "episode":
         mentions = out.get("mentions")
         if mentions is not None:

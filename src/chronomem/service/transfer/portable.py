@@ -10,7 +10,8 @@ exactly the same things. :func:`namespace_records` yields, in this order:
   the keys a merge moved);
 * ``fact`` records, one per version, with both time axes, provenance, what
   cut its valid interval short (``end_kind``, ``invalidated_by``,
-  ``end_reason``) and how the version was closed; ``source`` records (extra evidence, with the
+  ``end_reason``, and ``stated_end``: the end it was given, where a cut left
+  no closed version to record it) and how the version was closed; ``source`` records (extra evidence, with the
   episode each cites); ``operation`` records (merges and their undo records);
 * ``embedding_model`` records (name and dimension of every model the store
   records, in registration order, so ``embedder="auto"`` picks the same one)
@@ -49,10 +50,10 @@ from typing import Any, Iterator, cast
 
 from ...core.time import MAX_US, MIN_US, Precision
 from ...errors import InvalidInputError
-from ...store.protocol import EpisodeStore, Store
+from ...store.protocol import EpisodeStore, Row, Store
 from ..identity import portable_merge_payload
 
-__all__ = ["MENTION_TIME_FIELDS", "RECORD_TYPES", "Record", "TIME_FIELDS", "namespace_is_empty",
+__all__ = ["MENTION_TIME_FIELDS", "RECORD_TYPES", "Record", "STATED_OPEN", "TIME_FIELDS", "namespace_is_empty",
            "namespace_records"]
 
 Record = dict[str, Any]
@@ -70,6 +71,8 @@ TIME_FIELDS: dict[str, tuple[str, ...]] = {
     "episode": ("occurred_at", "recorded_at", "superseded_at", "superseded_recorded_at", "erased_at"),
 }
 MENTION_TIME_FIELDS = ("start", "end")
+#: a fact record's ``stated_end`` for an open end (else a time, or ``None``: none recorded)
+STATED_OPEN = "open"
 
 _SOURCE_BATCH = 500
 _EPISODE_BATCH = 1000
@@ -78,6 +81,17 @@ _EPISODE_BATCH = 1000
 # -- shared helpers ---------------------------------------------------------------
 def _prec_label(prec: int | None) -> str | None:
     return Precision(prec).label if prec else None
+
+
+def _stated_end(r: Row) -> dict[str, Any]:
+    """The end a version was given before another value cut it, where no
+    closed version records it (``Row.stated_to``): ``stated_end`` a time,
+    ``"open"`` or ``None`` (none recorded), with its precision."""
+    if r.stated_to is None:
+        return {"stated_end": None, "stated_end_precision": None}
+    if r.stated_to == MAX_US:
+        return {"stated_end": STATED_OPEN, "stated_end_precision": None}
+    return {"stated_end": r.stated_to, "stated_end_precision": _prec_label(r.stated_to_prec)}
 
 
 def _props(text: str | None) -> Any:
@@ -149,6 +163,7 @@ def namespace_records(store: Store, ns_id: int) -> Iterator[Record]:
             "properties": _props(r.properties), "invalidated_by": r.invalidated_by,
             "close_kind": r.close_kind, "closed_by": r.closed_by,
             "end_kind": r.end_kind, "end_reason": r.end_reason,
+            **_stated_end(r),
         }
     ids = list(fact_ids)
     for i in range(0, len(ids), _SOURCE_BATCH):

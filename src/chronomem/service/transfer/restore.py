@@ -23,7 +23,7 @@ from ...core.version import CLOSE_KINDS, END_KINDS, CloseKind, legacy_end_cause
 from ...errors import ConflictError, InvalidInputError, InvalidIntervalError, StoreError
 from ...store.protocol import EpisodeRecord, EpisodeWriteTx, Row, WriteTx
 from ..identity import restore_merge
-from .portable import _EPISODE_BATCH, _little_endian
+from .portable import _EPISODE_BATCH, STATED_OPEN, _little_endian
 
 __all__ = ["Restorer"]
 
@@ -53,6 +53,18 @@ def _prec(rec: Mapping[str, Any], name: str) -> int:
     if not isinstance(value, str):
         raise InvalidInputError(f"{name} must be a precision name such as 'year'")
     return int(Precision.from_label(value))
+
+
+def _stated_end(rec: Mapping[str, Any]) -> tuple[int | None, int | None]:
+    """``stated_to, stated_to_prec`` of a fact record (``None, None`` without
+    one: files before export format 6 recorded none)."""
+    value = rec.get("stated_end")
+    if value is None:
+        return None, None
+    if value == STATED_OPEN:
+        return MAX_US, 0
+    at = _us(rec, "stated_end", optional=False)
+    return at, _prec(rec, "stated_end_precision")
 
 
 def _opt_str(rec: Mapping[str, Any], name: str) -> str | None:
@@ -330,6 +342,9 @@ class Restorer:
         st_us = MAX_US if st is None else st
         if vt_us <= vf_us or st_us <= sf:
             raise InvalidIntervalError(f"fact {fid} has an empty valid or system interval")
+        stated = _stated_end(rec)
+        if stated[0] is not None and stated[0] <= vf_us:
+            raise InvalidIntervalError(f"fact {fid} has a stated_end at or before its valid_from")
         conf = rec.get("confidence", 1.0)
         if isinstance(conf, bool) or not isinstance(conf, (int, float)):
             raise InvalidInputError("confidence must be a number")
@@ -339,12 +354,12 @@ class Restorer:
             vf_us, _prec(rec, "valid_from_precision") if vf is not None else 0,
             vt_us, _prec(rec, "valid_to_precision") if vt is not None else 0,
             sf, st_us, float(conf), _opt_str(rec, "source"), _opt_str(rec, "episode_id"),
-            _dump_json(props), *self._end_cause(rec),
+            _dump_json(props), *self._end_cause(rec), stated_to=stated[0], stated_to_prec=stated[1],
         ))
         if len(self._rows) >= _ROW_BATCH:
             self._flush()
 
-    def _end_cause(self, rec: Mapping[str, Any]) -> tuple[str | None, ...]:
+    def _end_cause(self, rec: Mapping[str, Any]) -> tuple[str | None, str | None, str | None, str | None, str | None]:
         """``invalidated_by, close_kind, closed_by, end_kind, end_reason`` of a
         fact record. A record without ``end_kind`` (export format 3 and
         older) had the end reason in ``invalidated_by``: moved as migration
