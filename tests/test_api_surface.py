@@ -37,7 +37,8 @@ EXPECTED_ALL = {
 #: errors of chronomem.errors that a caller of the memory API never sees (the
 #: web server answers them as 401/403; the installer behind ``chronomem
 #: install`` raises the other two), so ``chronomem`` does not export them
-INTERNAL_ERRORS = {"AuthenticationError", "BodyTooLargeError", "ForbiddenError", "InstallError", "ConfigFormatError"}
+INTERNAL_ERRORS = {"AuthenticationError", "BodyTooLargeError", "ForbiddenError", "InstallError", "ConfigFormatError",
+                   "ScenarioFormatError"}
 
 #: where each error used to live; those imports keep working
 OLD_HOMES = {

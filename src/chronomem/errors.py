@@ -32,10 +32,10 @@
     ├── InstallError                 ``chronomem install``: the request cannot be carried out
     └── ConfigFormatError            ``chronomem install``: an agent config file cannot be edited
 
-The last four, and ``BodyTooLargeError``, are raised and handled inside the
-web server and the installer (they become HTTP statuses and CLI messages),
-so they are not exported from the top-level ``chronomem`` package; import
-them from here.
+The last four, ``BodyTooLargeError`` and ``ScenarioFormatError`` are raised
+and handled inside the web server, the installer and the benchmark (they
+become HTTP statuses and CLI messages), so they are not exported from the
+top-level ``chronomem`` package; import them from here.
 """
 
 from __future__ import annotations

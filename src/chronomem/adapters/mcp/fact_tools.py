@@ -25,6 +25,7 @@ from ...core.phrases import ResolvedTime, resolve_time
 from ...core.time import TimePoint
 from ...errors import ChronomemError, InvalidInputError
 from ...memory import Memory
+from .process import process_memory
 from .results import (
     compact_fact,
     conflict_render,
@@ -379,9 +380,10 @@ def register(server: MCPServer[Any], mem: Memory) -> None:
 
     @tool("stats", "Memory statistics", read_only=True, idempotent=True)
     def stats() -> CallToolResult:
-        """Counts of entities, facts, versions and predicates."""
+        """Counts of entities, facts, versions and predicates, and this server
+        process's resident memory (``process``: current and peak RSS in bytes)."""
         s = mem.stats()
-        data = s.to_dict()
+        data = {**s.to_dict(), "process": process_memory()}
         line = (f"namespace {s.namespace}: {s.entities} entities, {s.facts} facts ({s.current} current, "
                 f"{s.ended} ended, {s.retracted} retracted), {s.versions} versions, {s.predicates} predicates")
         return _Call(mem).result([line], data)

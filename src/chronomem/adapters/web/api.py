@@ -24,6 +24,7 @@ from ...core.phrases import ResolvedTime
 from ...core.time import TimePoint
 from ...errors import InvalidInputError, InvalidTimeError
 from ...memory import Memory
+from ..mcp.process import process_memory
 from . import data, evidence
 from .errors import parse_json_body
 from .openapi import openapi_document
@@ -246,8 +247,17 @@ def api_routes(mem: Memory) -> list[Route]:
     async def get_openapi(request: Request) -> Response:
         return JSONResponse(openapi_document())
 
+    async def get_stats(request: Request) -> Response:
+        def run() -> dict[str, Any]:
+            # only the served namespace (as the web view's stats): never the file's other ones
+            stats = {**mem.stats().to_dict(), "namespaces": [mem.namespace]}
+            return {"stats": stats, "evidence": mem.evidence_stats(), "process": process_memory()}
+
+        return JSONResponse(await run_in_threadpool(run))
+
     return [
         Route("/api/openapi.json", get_openapi, methods=["GET"]),
+        Route("/api/stats", get_stats, methods=["GET"]),
         Route("/api/facts", get_facts, methods=["GET"]),
         Route("/api/facts", post_fact, methods=["POST"]),
         Route("/api/facts/{fact_id}/invalidate", post_invalidate, methods=["POST"]),

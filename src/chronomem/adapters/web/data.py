@@ -21,6 +21,7 @@ from ...core.paging import (
 from ...core.time import TimeLike, TimePoint, format_us, to_us
 from ...errors import InvalidInputError
 from ...memory import Memory
+from ..mcp.process import process_memory
 from .svg import Bar, GraphEdge, GraphNode
 
 __all__ = [
@@ -137,6 +138,7 @@ def index_view(mem: Memory, basis: Basis, q: str | None, limit: int = RECENT, pa
         "namespace": mem.namespace,
         # only the served namespace: the others' names are not this server's to show
         "stats": {**mem.stats().to_dict(), "namespaces": [mem.namespace]},
+        "process": process_memory(),  # the server's current and peak RSS in bytes
         "recent": _RECENT.get(mem, limit),
         "query": q or None,
         "results": None,

@@ -156,6 +156,14 @@ def openapi_document() -> dict[str, Any]:
         },
         "paths": {
             "/api/openapi.json": {"get": {"summary": "this document", "responses": {"200": _json({"type": "object"})}}},
+            "/api/stats": {"get": {
+                "summary": "counts of the served namespace (facts and evidence) and the server's memory",
+                "responses": {"200": _json({"type": "object", "properties": {
+                    "stats": {"type": "object"}, "evidence": {"type": "object"},
+                    "process": {"type": "object", "properties": {
+                        "rss_bytes": {"type": ["integer", "null"], "description": "resident set size now"},
+                        "peak_rss_bytes": {"type": ["integer", "null"],
+                                           "description": "largest resident set size so far"}}}}})}}},
             "/api/facts": {
                 "get": {
                     "summary": "facts matching filters",

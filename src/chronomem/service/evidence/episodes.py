@@ -40,6 +40,7 @@ from ...store.protocol import EpisodeFilter, EpisodeRecord, EpisodeStore, Episod
 from ..reads import FactReads
 from ..scope import Scope
 from ..unit_of_work import UnitOfWork
+from .embed import ingest_session
 from .embedding import Embedding
 from .lexical import cjk_bigrams
 from .models import (
@@ -161,13 +162,15 @@ class Episodes:
         if emb is None:
             return None
         out: list[bytes] = []
-        for start in range(0, len(preps), _EMBED_BATCH):
-            chunk = preps[start:start + _EMBED_BATCH]
-            texts = [embed_text(p.text, p.speaker, json.loads(p.metadata) if p.metadata else None) for p in chunk]
-            mat = emb.embed(texts, "passage")
-            out.extend(bytes(row.astype("float32").tobytes()) for row in mat)
-            if progress is not None:
-                progress(min(start + _EMBED_BATCH, len(preps)), len(preps))
+        # one passage session (all cores) for the whole batch, released after it
+        with ingest_session(emb):
+            for start in range(0, len(preps), _EMBED_BATCH):
+                chunk = preps[start:start + _EMBED_BATCH]
+                texts = [embed_text(p.text, p.speaker, json.loads(p.metadata) if p.metadata else None) for p in chunk]
+                mat = emb.embed(texts, "passage")
+                out.extend(bytes(row.astype("float32").tobytes()) for row in mat)
+                if progress is not None:
+                    progress(min(start + _EMBED_BATCH, len(preps)), len(preps))
         return out
 
     def _write_prepared(self, preps: Sequence[_Prepared], vectors: list[bytes] | None,
@@ -569,20 +572,22 @@ class Episodes:
             with self._es.write() as tx:
                 model_id = tx.embedding_model_id(emb.name, emb.dim)
             last = 0
-            while True:
-                recs = self._es.episodes_missing_vectors(self._scope.ns_id, model_id, last, batch)
-                if not recs:
-                    break
-                texts = [embed_text(r.text, r.speaker, json.loads(r.metadata) if r.metadata else None) for r in recs]
-                mat = emb.embed(texts, "passage")
-                with self._es.write() as tx:
-                    tx.put_episode_vectors(model_id, [(r.rowid, ns, bytes(mat[i].astype("float32").tobytes()))
-                                                      for i, r in enumerate(recs)])
-                    tx.bump_episode_generation()
-                counts["vectors"] += len(recs)
-                last = recs[-1].rowid
-                if progress is not None:
-                    progress(counts["vectors"], total)
+            with ingest_session(emb):  # the passage session lives until the last batch is written
+                while True:
+                    recs = self._es.episodes_missing_vectors(self._scope.ns_id, model_id, last, batch)
+                    if not recs:
+                        break
+                    texts = [embed_text(r.text, r.speaker, json.loads(r.metadata) if r.metadata else None)
+                             for r in recs]
+                    mat = emb.embed(texts, "passage")
+                    with self._es.write() as tx:
+                        tx.put_episode_vectors(model_id, [(r.rowid, ns, bytes(mat[i].astype("float32").tobytes()))
+                                                          for i, r in enumerate(recs)])
+                        tx.bump_episode_generation()
+                    counts["vectors"] += len(recs)
+                    last = recs[-1].rowid
+                    if progress is not None:
+                        progress(counts["vectors"], total)
         return counts
 
     def evidence_stats(self) -> dict[str, Any]:

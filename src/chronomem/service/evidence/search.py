@@ -130,15 +130,24 @@ class Search:
         f = self._view_filter(view, given_at, at_us, known_us, session, since, until)
         pool = max(cfg.pool, k * 3)
         # the dense side's set-up first, so the query embedding (onnxruntime
-        # releases the GIL) runs in a worker thread while SQLite ranks BM25
-        emb = self._embedding.current if cfg.dense_weight > 0 else None
-        model = self._es.embedding_model(emb.name) if emb is not None else None
-        if emb is not None and model is None and not self._embedding.warned_no_vectors:
-            others = [m for _i, m, _d in self._es.embedding_models()]
+        # releases the GIL) runs in a worker thread while SQLite ranks BM25.
+        # No vectors of the model in use in this namespace: lexical only, and
+        # no model, numpy or vector loaded (Embedding.dense_model)
+        dense_model = self._embedding.dense_model(self._es, self._scope.ns_id) if cfg.dense_weight > 0 else None
+        model = dense_model[1] if dense_model is not None else None
+        if dense_model is not None and model is None and not self._embedding.warned_no_vectors:
+            mine = self._es.embedding_model(dense_model[0])
+            others = [m for i, m, _d in self._es.embedding_models()
+                      if (mine is None or i != mine[0]) and self._es.vector_stats(self._scope.ns_id, i)[0]]
             if others:  # the episodes were embedded with another model: say so once
                 self._embedding.warned_no_vectors = True
                 log.warning("the store has no %s vectors (it has: %s); searching lexically only. "
-                            "Open it with that embedder, or reindex", emb.name, ", ".join(others))
+                            "Open it with that embedder, or reindex", dense_model[0], ", ".join(others))
+        emb = self._embedding.current if model is not None else None
+        if emb is not None and dense_model is not None and emb.name != dense_model[0]:
+            # "auto" resolved again as it loaded, to a model registered meanwhile: ask for its vectors
+            again = self._embedding.dense_model(self._es, self._scope.ns_id)
+            model = again[1] if again is not None else None
         slot = None
         qfuture: Future[Any] | None = None
         if emb is not None and model is not None:
