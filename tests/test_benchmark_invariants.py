@@ -159,10 +159,9 @@ def test_bad_history_lines_are_typed_errors_naming_the_line_and_field(tmp_path: 
 
 
 def _real_run(target: str, out: Path) -> None:
-    # revise_one=False: a correction or retraction in the single-valued key can hit the known
-    # chronomem bugs named in invariants/workload.py; everything else is in the mix
+    # the full mix: corrections and retractions on the single-valued key too
     result = run_workload(target, processes=3, ops_per_process=60, kills=1, seed=19, out_dir=out,
-                          revise_one=False)
+                          revise_one=True)
     assert result.crashed == []
     assert (result.killed, result.started >= 4) == (1, True), result
     report = check(target, result.histories)
@@ -200,6 +199,6 @@ def test_system_invariants_runs_on_a_throwaway_sqlite_store_and_reports_a_dict()
     from chronomem.adapters.benchmark.invariants import system_invariants
 
     assert system_invariants("chronomem-postgres") == {"error": "no PostgreSQL URL given"}
-    rep = system_invariants("chronomem", processes=2, ops_per_process=40, kills=1, revise_one=False)
+    rep = system_invariants("chronomem", processes=2, ops_per_process=40, kills=1, revise_one=True)
     assert (rep["operations"], rep["killed"], rep["crashed"]) == (80, 1, []), rep
     assert rep["reads"] > 0 and sum(rep["anomalies"].values()) == 0, rep

@@ -246,3 +246,157 @@ def test_a_correction_does_not_lose_a_later_statement_of_a_value_it_had_replaced
     mem.correct(kafka.id, valid_from="2012")
     assert _state(mem, "Acme", "ceo") == [
         ("Alice", "[2010, 2012)", SUP), ("Kafka", "[2012, 2015)", SUP), ("Alice", "[2015, …)", None)]
+
+
+def test_a_restore_walks_back_past_cuts_by_values_already_retracted(mem: Memory) -> None:
+    mem.define_predicate("ceo", "one")
+    mem.add_fact("Acme", "ceo", "Alice", "2002")
+    bob = mem.add_fact("Acme", "ceo", "Bob", "2007")  # Alice [2002, 2007)
+    carol = mem.add_fact("Acme", "ceo", "Carol", "2004")  # Alice [2002, 2004); Carol cut by Bob at 2007
+    mem.retract(bob.id)
+    assert _state(mem, "Acme", "ceo") == [("Alice", "[2002, 2004)", SUP), ("Carol", "[2004, …)", None)]
+    mem.retract(carol.id)  # Alice's end before Carol's cut was Bob's cut, and Bob never was either
+    assert _state(mem, "Acme", "ceo") == [("Alice", "[2002, …)", None)]
+
+
+def test_a_restore_walks_back_past_a_cut_by_a_coalesced_value(make_memory: MemoryFactory) -> None:
+    mem = make_memory(clock=FakeClock("2025-01-01T00:00:00Z"))
+    mem.define_predicate("lives in", "one")
+    mem.add_fact("Atlas", "lives in", "Bob")
+    paris = mem.add_fact("Atlas", "lives in", "Paris", "2019")  # Bob […, 2019)
+    again = mem.add_fact("Atlas", "lives in", "Paris", None, "2022-04")  # one Paris […, …): replaces Bob
+    assert again.id == paris.id and _state(mem, "Atlas", "lives in") == [("Paris", "[…, …)", None)]
+    mem.retract(paris.id)
+    assert _state(mem, "Atlas", "lives in") == [("Bob", "[…, …)", None)]
+
+
+def test_a_restore_still_stops_at_a_cut_by_a_live_value(mem: Memory) -> None:
+    mem.define_predicate("ceo", "one")
+    mem.add_fact("Acme", "ceo", "Alice", "2002")
+    mem.add_fact("Acme", "ceo", "Bob", "2007")  # Alice [2002, 2007)
+    carol = mem.add_fact("Acme", "ceo", "Carol", "2004")
+    mem.retract(carol.id)  # Bob is still believed: Alice ends where he begins
+    assert _state(mem, "Acme", "ceo") == [("Alice", "[2002, 2007)", SUP), ("Bob", "[2007, …)", None)]
+
+
+def test_a_value_replaced_by_a_correction_comes_back_when_it_is_retracted(mem: Memory) -> None:
+    mem.define_predicate("ceo", "one")
+    mem.add_fact("Acme", "ceo", "Alice", "2001")
+    bob = mem.add_fact("Acme", "ceo", "Bob", "2005")  # Alice [2001, 2005)
+    mem.correct(bob.id, valid_from="2001")  # Bob from 2001: Alice given back and replaced in one go
+    assert _state(mem, "Acme", "ceo") == [("Bob", "[2001, …)", None)]
+    mem.retract(bob.id)
+    assert _state(mem, "Acme", "ceo") == [("Alice", "[2001, …)", None)]
+
+
+def test_a_value_given_back_twice_through_erasure_and_correction_ends_open(mem: Memory) -> None:
+    mem.define_predicate("ceo", "one")
+    mem.add_fact("Acme", "ceo", "Alice", "2001")
+    bob = mem.add_fact("Acme", "ceo", "Bob", "2001")  # replaces Alice (same start)
+    carol = mem.add_fact("Acme", "ceo", "Carol", "2001")  # replaces Bob
+    mem.erase(carol.id, confirm=True)  # Bob back
+    mem.correct(bob.id, valid_from="2003")  # Alice given back [2001, 2003)
+    assert _state(mem, "Acme", "ceo") == [("Alice", "[2001, 2003)", SUP), ("Bob", "[2003, …)", None)]
+    mem.retract(bob.id)
+    assert _state(mem, "Acme", "ceo") == [("Alice", "[2001, …)", None)]
+    assert all(v.ended_by != CloseKind.RESTORED or v.system_to is not None for v in mem.history("Acme", "ceo"))
+
+
+def test_a_correction_that_changes_nothing_writes_nothing(mem: Memory) -> None:
+    mem.define_predicate("ceo", "one")
+    mem.add_fact("Acme", "ceo", "Alice", "2000")
+    bob = mem.add_fact("Acme", "ceo", "Bob", "2001")  # Alice [2000, 2001)
+    before = [(f.object_text, f.version, f.interval_text, f.system_from, f.system_to)
+              for f in mem.history("Acme", "ceo")]
+    same = mem.correct(bob.id, valid_from="2001")
+    assert (same.id, same.version, same.system_from) == (bob.id, 1, bob.system_from)
+    after = [(f.object_text, f.version, f.interval_text, f.system_from, f.system_to)
+             for f in mem.history("Acme", "ceo")]
+    assert after == before
+
+
+def test_a_correction_of_the_cutter_writes_no_new_version_of_a_value_cut_where_it_was(mem: Memory) -> None:
+    mem.define_predicate("ceo", "one")
+    mem.add_fact("Acme", "ceo", "Alice", "2000")
+    bob = mem.add_fact("Acme", "ceo", "Bob", "2001")  # Alice [2000, 2001)
+    mem.correct(bob.id, confidence=0.5)  # Bob changes; Alice is cut exactly where she was
+    alice = [f for f in mem.history("Acme", "ceo") if f.object_text == "Alice"]
+    assert [(f.version, f.interval_text) for f in alice] == [(1, "[2000, …)"), (2, "[2000, 2001)")]
+    mem.retract(bob.id)
+    assert _state(mem, "Acme", "ceo") == [("Alice", "[2000, …)", None)]
+
+
+def test_a_cutter_replaced_by_a_later_value_still_cuts_a_restored_one(mem: Memory) -> None:
+    mem.define_predicate("ceo", "one")
+    mem.add_fact("Acme", "ceo", "Alice", "2010")
+    mem.add_fact("Acme", "ceo", "Carl", "2020")  # Alice [2010, 2020)
+    xena = mem.add_fact("Acme", "ceo", "Xena", "2010")  # replaces Alice; ends where Carl begins
+    mem.add_fact("Acme", "ceo", "Alice", "2020", "2024")  # replaces Carl: displaced, not taken back
+    mem.retract(xena.id)  # Alice again ends where Carl began, and joins her later statement
+    assert _state(mem, "Acme", "ceo") == [("Alice", "[2010, 2024)", None)]
+
+
+def _bob_folded(mem: Memory) -> tuple[str, str]:
+    """Alice cut at 2020 by a Bob statement later folded into an older one (one fact, one statement)."""
+    mem.define_predicate("ceo", "one")
+    bob = mem.add_fact("Acme", "ceo", "Bob", "2030", "2035")
+    mem.add_fact("Acme", "ceo", "Alice", "2010")  # ends where Bob begins
+    folded = mem.add_fact("Acme", "ceo", "Bob", "2020", "2025")  # Alice [2010, 2020)
+    assert mem.add_fact("Acme", "ceo", "Bob", "2025", "2030").id == bob.id  # the three coalesce into Bob's fact
+    assert _state(mem, "Acme", "ceo") == [("Alice", "[2010, 2020)", SUP), ("Bob", "[2020, 2035)", None)]
+    return bob.id, folded.id
+
+
+def test_retracting_a_coalesced_fact_gives_back_what_its_folded_parts_cut(mem: Memory) -> None:
+    bob, _folded = _bob_folded(mem)
+    mem.retract(bob)
+    assert _state(mem, "Acme", "ceo") == [("Alice", "[2010, …)", None)]
+
+
+def test_correcting_a_coalesced_fact_moves_the_cuts_its_folded_parts_made(mem: Memory) -> None:
+    bob, _folded = _bob_folded(mem)
+    mem.correct(bob, valid_from="2028")
+    assert _state(mem, "Acme", "ceo") == [("Alice", "[2010, 2028)", SUP), ("Bob", "[2028, 2035)", None)]
+    mem.retract(bob)
+    assert _state(mem, "Acme", "ceo") == [("Alice", "[2010, …)", None)]
+
+
+def test_a_value_restored_and_folded_into_a_correction_is_taken_back_with_it(mem: Memory) -> None:
+    mem.define_predicate("ceo", "one")
+    mem.add_fact("Acme", "ceo", "Oslo", "2007", "2012")
+    french = mem.add_fact("Acme", "ceo", "French", "2012")
+    bob = mem.add_fact("Acme", "ceo", "Bob", "2023")  # French [2012, 2023)
+    mem.correct(french.id, valid_from="2007")  # replaces Oslo (same start)
+    mem.correct(bob.id, object="French")  # French given back its open end and folded into this one
+    assert _state(mem, "Acme", "ceo") == [("French", "[2007, …)", None)]
+    (v,) = [v for v in mem.versions(french.id) if v.system_to is not None and v.version == max(
+        x.version for x in mem.versions(french.id))]
+    assert v.ended_by == CloseKind.COALESCED  # recorded as folded, not as restored
+    mem.retract(bob.id)  # the one statement is taken back: Oslo, which French had replaced, holds again
+    assert _state(mem, "Acme", "ceo") == [("Oslo", "[2007, 2012)", None)]
+
+
+def test_a_restored_value_that_coalesces_keeps_its_older_id(mem: Memory) -> None:
+    mem.define_predicate("ceo", "one")
+    club = mem.add_fact("Acme", "ceo", "Club", "2024", "2031-07-25")
+    pg = mem.add_fact("Acme", "ceo", "PostgreSQL", "2024")  # replaces Club (same start)
+    later = mem.add_fact("Acme", "ceo", "Club", "2031-06-23")  # PostgreSQL [2024, 2031-06-23)
+    mem.retract(pg.id)  # Club is back and joins its later statement: the older id survives
+    (f,) = mem.facts("Acme", "ceo")
+    assert (f.id, f.interval_text) == (club.id, "[2024, …)")
+    assert mem.correct(club.id, valid_to="2033").interval_text == "[2024, 2033)"
+    assert mem.versions(later.id)[-1].ended_by == CloseKind.COALESCED
+
+
+def test_a_union_cut_again_gives_back_the_end_of_its_part_whose_cutter_is_gone_too(mem: Memory) -> None:
+    mem.define_predicate("ceo", "one")
+    rome = mem.add_fact("Acme", "ceo", "Rome", "2005")
+    berlin = mem.add_fact("Acme", "ceo", "Berlin", "2026", "2028")  # Rome [2005, 2026)
+    carla = mem.add_fact("Acme", "ceo", "Carla", "2025", "2032")  # Rome [2005, 2025), Carla [2025, 2026)
+    # its own end 2026, cut by Carla on arrival: joins Rome [2005, 2025), whose end before Carla was Berlin's cut
+    joined = mem.add_fact("Acme", "ceo", "Rome", None, "2026")
+    assert (joined.id, joined.interval_text) == (rome.id, "[…, 2025)")
+    mem.retract(berlin.id)
+    assert _state(mem, "Acme", "ceo") == [("Rome", "[…, 2025)", SUP), ("Carla", "[2025, 2032)", None)]
+    mem.retract(carla.id)  # as if neither had been written: Rome [2005, …) and Rome [..., 2026) are one
+    assert _state(mem, "Acme", "ceo") == [("Rome", "[…, …)", None)]

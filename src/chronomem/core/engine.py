@@ -32,7 +32,7 @@ from typing import Callable, Collection, Iterable
 from .time import MAX_US
 from .version import CloseKind, ObjKey, Row
 
-__all__ = ["TxWork", "GroupState"]
+__all__ = ["GroupState", "TxWork", "same_content"]
 
 
 def _vf(r: Row) -> int:
@@ -87,9 +87,11 @@ class GroupState:
 class TxWork:
     """Accumulates the effects of the writes of one transaction."""
 
-    def __init__(self, now: int, loader: Callable[[int, int], list[Row]]) -> None:
+    def __init__(self, now: int, loader: Callable[[int, int], list[Row]],
+                 history: Callable[[str], list[Row]] | None = None) -> None:
         self.now = now
         self._loader = loader
+        self._history = history  # every stored version of a fact, by version (where cut ends are recorded)
         self.groups: dict[tuple[int, int], GroupState] = {}
         self.closes: list[tuple[int, str, str | None]] = []
         self.new_rows: dict[int, Row] = {}  # id(row) -> row, insertion ordered
@@ -99,6 +101,9 @@ class TxWork:
         self.sources: list[tuple[str, str | None, str | None]] = []
         # fact ids folded into another fact by coalescing in this transaction
         self.redirects: dict[str, str] = {}
+        # id(restored row, not yet stored) -> the stored version it replaced
+        # (closed ``restored``): what closes the restored row closes that one
+        self._restored: dict[int, Row] = {}
 
     def _cite(self, target: Row, source: str | None, episode_id: str | None) -> None:
         if (source or episode_id) and (source, episode_id) != (target.source, target.episode_id):
@@ -112,11 +117,22 @@ class TxWork:
             g = self.groups[key] = GroupState(self._loader(subject_id, predicate_id))
         return g
 
-    def close(self, g: GroupState, r: Row, kind: CloseKind, by: str | None) -> None:
-        """Stop believing ``r`` (it leaves the working set)."""
+    def close(self, g: GroupState, r: Row, kind: CloseKind, by: str | None, *, replaced: bool = False) -> None:
+        """Stop believing ``r`` (it leaves the working set).
+
+        ``replaced``: a later value took ``r``'s place (same start). A restored
+        ``r`` this transaction made is never stored, so when another fact
+        replaces it or it is folded into another fact, the stored version it
+        came from is recorded as closed that way instead of ``restored``: a
+        retraction of that fact finds it there."""
         g.remove(r)
         if r.rowid is None:
             self.new_rows.pop(id(r), None)
+            origin = self._restored.pop(id(r), None)
+            folded = kind == CloseKind.COALESCED and by != r.fact_id
+            if (replaced or folded) and origin is not None and origin.rowid is not None:
+                self.closes = [(rowid, kind.value, by) if rowid == origin.rowid else (rowid, k, b)
+                               for rowid, k, b in self.closes]
         else:
             self.closes.append((r.rowid, kind.value, by))  # the store gets the plain value
             self.closed_rows[r.rowid] = r
@@ -152,6 +168,8 @@ class TxWork:
             kg = self.group(keep.subject_id, keep.predicate_id)
             if any(x is keep for x in kg.by_obj.get(keep.okey, ())):
                 self.close(kg, keep, keep_kind, None)
+                if keep_kind == CloseKind.RESTORED and keep.rowid is not None:
+                    self._restored[id(cand)] = keep
         g = self.group(cand.subject_id, cand.predicate_id)
         if not g.by_obj and keep is None:
             # nothing believed for (subject, predicate): a plain insert (insert()
@@ -187,8 +205,10 @@ class TxWork:
         while k >= 0 and same[k].valid_to >= lo:
             touching.append(same[k])
             k -= 1
+        # the oldest fact's id survives; a fact placed again (a restored version) counts too
+        pool = touching + [cand] if cand.version > 1 else touching
         if touching and keep is None:
-            survivor = min(touching, key=lambda r: r.fact_id).fact_id
+            survivor = min(pool, key=lambda r: r.fact_id).fact_id
         else:
             survivor = cand.fact_id
         for r in others:
@@ -196,7 +216,7 @@ class TxWork:
                 if r.valid_from < lo:
                     self.truncate(r, lo, cand.valid_from_prec, survivor, kind=CloseKind.SUPERSEDED)
                 else:
-                    self.close(g, r, CloseKind.SUPERSEDED, survivor)
+                    self.close(g, r, CloseKind.SUPERSEDED, survivor, replaced=True)
         cand.valid_to, cand.valid_to_prec = hi, hi_prec
         if not touching:
             self.insert(g, cand)
@@ -205,7 +225,7 @@ class TxWork:
         if keep is not None:
             base = cand
         else:
-            base = min(touching, key=lambda r: r.fact_id)
+            base = min(pool, key=lambda r: r.fact_id)
         merged = self.successor(base) if base is not cand else cand
         first = min(touching, key=_vf)
         last = max(touching, key=lambda r: r.valid_to)
@@ -224,7 +244,10 @@ class TxWork:
         elif base is not cand:
             _set_end(merged, cand.end_kind, cand.invalidated_by, cand.end_reason)
             merged.stated_to, merged.stated_to_prec = cand.stated_to, cand.stated_to_prec
+        self._merge_stated_end(merged, [cand, *touching])
         merged.confidence = max([cand.confidence] + [r.confidence for r in touching])
+        if merged is not base and id(base) in self._restored:  # a restored row goes on as the union
+            self._restored[id(merged)] = self._restored.pop(id(base))
         for r in touching:
             self.close(g, r, CloseKind.COALESCED, merged.fact_id)
             if r.fact_id != merged.fact_id:
@@ -234,6 +257,57 @@ class TxWork:
             self._cite(merged, cand.source, cand.episode_id)
         self.insert(g, merged)
         return merged, "coalesced"
+
+    def _merge_stated_end(self, merged: Row, parts: list[Row]) -> None:
+        """The union of coalesced parts is one statement: where several parts
+        end at its end, the one given the latest end before a value cut it
+        decides (cut there, with that end to give back), so a retraction of the
+        cutter gives the union the end its longest part asked for.
+
+        A stored part of the union's own fact whose earlier end is in its
+        history (the version the cutter closed) wins a tie, and the union then
+        names no ``stated_to``: that version also holds why it ended there (a
+        cut by a value that may be taken back later too), which a copied end
+        would lose."""
+        end = merged.valid_to
+        best: Row | None = None
+        best_end, best_prec = end, merged.valid_to_prec
+        best_traced = False
+        for p in parts:
+            if p.valid_to != end or p.end_kind != CloseKind.SUPERSEDED.value or p.invalidated_by is None:
+                continue
+            pre = self._pre_cut(p)
+            if pre is None:
+                continue
+            traced = p.stated_to is None and p.rowid is not None and p.fact_id == merged.fact_id
+            if pre[0] > best_end or (best is not None and pre[0] == best_end and traced and not best_traced):
+                best, (best_end, best_prec), best_traced = p, pre, traced
+        if best is not None:
+            _set_end(merged, CloseKind.SUPERSEDED.value, best.invalidated_by, None)
+            if best_traced:
+                merged.stated_to = merged.stated_to_prec = None
+            else:
+                merged.stated_to, merged.stated_to_prec = best_end, best_prec
+
+    def _pre_cut(self, r: Row) -> tuple[int, int] | None:
+        """The end ``r`` had before the value ``r.invalidated_by`` cut it, if recorded."""
+        if r.stated_to is not None and r.stated_to_prec is not None:
+            return r.stated_to, r.stated_to_prec
+        if r.rowid is None or self._history is None:
+            return None
+        history, by, below = self._history(r.fact_id), r.invalidated_by, r.version
+        found: tuple[int, int] | None = None
+        while True:  # back past earlier cuts by the same value (its later parts cut again)
+            before = [v for v in history
+                      if v.version < below and v.close_kind == CloseKind.SUPERSEDED and v.closed_by == by]
+            if not before:
+                return found
+            prev = max(before, key=lambda v: v.version)
+            if prev.stated_to is not None and prev.stated_to_prec is not None:
+                return prev.stated_to, prev.stated_to_prec
+            found, below = (prev.valid_to, prev.valid_to_prec), prev.version
+            if prev.end_kind != CloseKind.SUPERSEDED.value or prev.invalidated_by != by:
+                return found
 
     def truncate(self, r: Row, end: int, end_prec: int, by: str | None = None,
                  kind: CloseKind = CloseKind.INVALIDATED, reason: str | None = None) -> Row:
@@ -294,9 +368,11 @@ class TxWork:
         for r in self.closed_rows.values():
             by_fact.setdefault(r.fact_id, []).append(r)
         keep_closes = {rowid for rowid, _k, _b in self.closes}
+        restored = {rowid for rowid, k, _b in self.closes if k == CloseKind.RESTORED.value}
         for key, new in list(self.new_rows.items()):
             for old in by_fact.get(new.fact_id, ()):
-                if old.rowid in keep_closes and _same_content(old, new):
+                if old.rowid in keep_closes and (same_content(old, new) or (
+                        old.rowid in restored and _same_restored(old, new))):
                     keep_closes.discard(old.rowid)
                     del self.new_rows[key]
                     g = self.groups.get((new.subject_id, new.predicate_id))
@@ -318,5 +394,14 @@ def _set_end(r: Row, kind: str | None, by: str | None, reason: str | None) -> No
     r.end_kind, r.invalidated_by, r.end_reason = kind, by, reason
 
 
-def _same_content(a: Row, b: Row) -> bool:
+def same_content(a: Row, b: Row) -> bool:
+    """Whether two versions say the same thing (a write of ``b`` over ``a`` would change nothing)."""
     return all(getattr(a, name) == getattr(b, name) for name in _CONTENT)
+
+
+def _same_restored(old: Row, new: Row) -> bool:
+    """A value given back and cut again where it was: ``new`` may name the end
+    it was given in ``stated_to`` where ``old`` leaves it to the version its
+    cutter closed (the same end), so ``old`` says the same thing."""
+    return (old.stated_to is None and old.end_kind == CloseKind.SUPERSEDED.value
+            and all(getattr(old, name) == getattr(new, name) for name in _CONTENT[:-2]))

@@ -8,7 +8,7 @@ import logging
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..core.codec import encode_literal, load_props
-from ..core.engine import TxWork
+from ..core.engine import TxWork, same_content
 from ..core.limits import MAX_BATCH, MAX_REASON_CHARS, check_bool, opt_text
 from ..core.models import Fact
 from ..core.names import normalize_key
@@ -265,10 +265,13 @@ class FactWrites:
                 cand.stated_to, cand.stated_to_prec = old.stated_to, old.stated_to_prec
             else:
                 cand.end_kind = cand.invalidated_by = cand.end_reason = None
+            if same_content(old, cand):
+                return self._written(old, work)  # nothing changes: nothing is written, not even a restore
             # values this fact had cut short get their interval back first, so
             # the corrected version cuts them where it now starts
             work.close_version(old, CloseKind.CORRECTED, why)
-            uow.unsupersede(fact_id, then=cand if single else None)
+            for fid in uow.tx.coalesced_family(fact_id):  # what the statement's folded parts cut, too
+                uow.unsupersede(fid, then=cand if single else None)
             result, _ = work.place(cand, single=single, keep=old)
         return self._written(result, work)
 
@@ -281,7 +284,9 @@ class FactWrites:
         fact_id = self._reads.resolve_id(fact_id)
         with writing(self._scope) as uow:
             uow.work.retract(uow.believed(fact_id), why)
-            uow.unsupersede(fact_id)
+            # facts coalesced into it are one statement, taken back with it: what any of them cut is given back
+            for fid in uow.tx.coalesced_family(fact_id):
+                uow.unsupersede(fid)
         return max(self._reads.versions_of(fact_id), key=lambda f: f.version)
 
     def erase(self, fact_id: str | None = None, *, entity: str | None = None, confirm: bool = False,

@@ -52,7 +52,7 @@ class UnitOfWork:
                     return []
                 return tx.believed_rows(subject_id, predicate_id)
 
-            self._work = TxWork(tx.now, load)
+            self._work = TxWork(tx.now, load, tx.rows_of_fact)
         return self._work
 
     @property
@@ -106,7 +106,8 @@ class UnitOfWork:
     def unsupersede(self, fact_id: str, *, then: Row | None = None) -> None:
         """Restore the values that ``fact_id`` had cut short (it was never
         true, or no longer where it was): each gets back the end and the cause
-        it had before the cut, then is placed again. Two kinds: the versions
+        it had before the cut (past earlier cuts by facts taken back since:
+        :meth:`_settle_end`), then is placed again. Two kinds: the versions
         ``fact_id`` closed (placement rule 2 or 3: the closed version holds
         the earlier end), and believed versions it cut on arrival (rule 1: the
         end given is their ``stated_to``).
@@ -137,19 +138,13 @@ class UnitOfWork:
             version = max(v.version for v in versions) + 1
             if live is None:
                 cand = closed.copy(version=version, rowid=None)
-            elif live.stated_to is not None:
-                # given an end since the cut (a correction of valid_to, cut
-                # again): that end, not the one it had before
-                cand = live.copy(version=version, rowid=None)
-                self._reopen_stated(cand, force=True)
             else:
                 # the believed version gets back the end it had before the cut;
                 # its content stays what it is now (a correction since is kept)
-                cand = live.copy(version=version, rowid=None, valid_to=closed.valid_to,
-                                 valid_to_prec=closed.valid_to_prec, invalidated_by=closed.invalidated_by,
-                                 end_kind=closed.end_kind, end_reason=closed.end_reason,
-                                 stated_to=closed.stated_to, stated_to_prec=closed.stated_to_prec)
-            self._reopen_stated(cand)
+                cand = live.copy(version=version, rowid=None)
+                if live.stated_to is None:  # else: given an end since the cut (a correction), cut again
+                    _take_end(cand, closed)
+            self._settle_end(cand, versions, closed.version)
             done.add(closed.fact_id)
             if then is not None and not self._cut_for(cand, then):
                 continue
@@ -162,8 +157,9 @@ class UnitOfWork:
             if live.fact_id in done:
                 continue
             done.add(live.fact_id)
-            cand = live.copy(version=max(v.version for v in tx.rows_of_fact(live.fact_id)) + 1, rowid=None)
-            self._reopen_stated(cand, force=True)
+            versions = tx.rows_of_fact(live.fact_id)
+            cand = live.copy(version=max(v.version for v in versions) + 1, rowid=None)
+            self._settle_end(cand, versions, live.version)
             if then is not None and not self._cut_for(cand, then):
                 continue
             spare = self._coexisting(cand, live.valid_from, live.valid_to, live.system_from)
@@ -207,23 +203,66 @@ class UnitOfWork:
         out.sort(key=lambda r: (r.valid_from, r.fact_id))
         return out
 
-    def _reopen_stated(self, cand: Row, *, force: bool = False) -> None:
-        """Give ``cand`` the end it was given, if it has one recorded and the
-        fact that cut it is not believed any more (``force``: it is the fact
-        being taken away); placement then cuts it again where a live value
-        begins."""
-        if cand.stated_to is None or cand.stated_to_prec is None:
-            return
-        if not force:
-            cutter = cand.invalidated_by
-            if cutter is None or cand.end_kind != CloseKind.SUPERSEDED.value:
+    def _settle_end(self, cand: Row, history: list[Row], below: int) -> None:
+        """Give ``cand`` the end it would have if the facts retracted, erased
+        or corrected away since had never been written: while what cut it
+        is gone (or, still believed, now starts after that end), step back to
+        the end it had before that cut (its ``stated_to``, or the version of
+        ``history`` under ``below`` that this cutter closed). Placement then
+        cuts it again where a live value begins. A cutter that was itself
+        replaced (a later value took its place at its start) still cuts, where
+        its last version started: it was not taken back, only displaced."""
+        g = self.work.group(cand.subject_id, cand.predicate_id)
+        alive: dict[str, int] = {}
+        for r in g.rows():
+            alive[r.fact_id] = min(r.valid_from, alive.get(r.fact_id, r.valid_from))
+        for _ in range(len(history) + 1):
+            by = cand.invalidated_by
+            if cand.end_kind != CloseKind.SUPERSEDED.value or by is None:
                 return
-            g = self.work.group(cand.subject_id, cand.predicate_id)
-            if any(r.fact_id == cutter for r in g.rows()):
-                return  # still believed: the cut stands
-        cand.valid_to, cand.valid_to_prec = cand.stated_to, cand.stated_to_prec
-        cand.stated_to = cand.stated_to_prec = None
-        cand.end_kind = cand.invalidated_by = cand.end_reason = None
+            standing, replaced = self._standing(by, alive, 0)
+            if replaced is not None:
+                if cand.valid_from < replaced.valid_from:
+                    cand.valid_to, cand.valid_to_prec = replaced.valid_from, replaced.valid_from_prec
+                return
+            if standing is not None and alive[standing] <= cand.valid_to:
+                return  # believed: the cut stands (placement moves it to where it now starts)
+            if cand.stated_to is not None and cand.stated_to_prec is not None:
+                cand.valid_to, cand.valid_to_prec = cand.stated_to, cand.stated_to_prec
+                cand.stated_to = cand.stated_to_prec = None
+                cand.end_kind = cand.invalidated_by = cand.end_reason = None
+                return
+            before = [v for v in history
+                      if v.version < below and v.close_kind == CloseKind.SUPERSEDED and v.closed_by == by]
+            if not before:
+                return  # nothing records the earlier end (e.g. written before stated ends were kept)
+            prev = max(before, key=lambda v: v.version)
+            _take_end(cand, prev)
+            below = prev.version
+
+    def _standing(self, fact_id: str, alive: dict[str, int], depth: int) -> tuple[str | None, Row | None]:
+        """What became of the fact ``fact_id`` that cut a value: the id it is
+        believed under in the group ``alive`` maps (following coalescing), or
+        its last version if a fact that stands replaced it; ``(None, None)``:
+        it is gone (retracted, erased, corrected away, or being taken away)."""
+        work = self.work
+        for _ in range(1000):
+            if fact_id in alive:
+                return fact_id, None
+            nxt = work.redirects.get(fact_id)
+            if nxt is None:
+                rows = self.tx.rows_of_fact(fact_id)
+                last = rows[-1] if rows else None
+                if last is None or last.closed_by is None or last.closed_by == fact_id or depth > 50:
+                    return None, None
+                if last.close_kind == CloseKind.SUPERSEDED:
+                    by, by_replaced = self._standing(last.closed_by, alive, depth + 1)
+                    return (None, last) if by is not None or by_replaced is not None else (None, None)
+                if last.close_kind != CloseKind.COALESCED:
+                    return None, None
+                nxt = last.closed_by
+            fact_id = nxt
+        return None, None  # pragma: no cover - a cycle of coalesces cannot be written
 
     def _coexisting(self, cand: Row, valid_from: int, valid_to: int, cut_at: int) -> frozenset[str]:
         """Ids of the other believed facts that overlap ``cand`` now and had,
@@ -245,6 +284,13 @@ class UnitOfWork:
                     out.add(r.fact_id)
                     break
         return frozenset(out)
+
+
+def _take_end(cand: Row, src: Row) -> None:
+    """Give ``cand`` the end of ``src``: where, why, and the end it was given."""
+    cand.valid_to, cand.valid_to_prec = src.valid_to, src.valid_to_prec
+    cand.end_kind, cand.invalidated_by, cand.end_reason = src.end_kind, src.invalidated_by, src.end_reason
+    cand.stated_to, cand.stated_to_prec = src.stated_to, src.stated_to_prec
 
 
 @contextmanager

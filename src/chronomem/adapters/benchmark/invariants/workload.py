@@ -7,11 +7,10 @@ invoked a write, after up to 1.5 ms more), SIGKILLs ``kills`` of them and starts
 replacement, with a new process name and history file, for the ops the victim had not
 invoked, so the totals still complete.
 
-``revise_one=False`` corrects and retracts only the many-valued predicate's facts. The
-single-valued key is where this workload found chronomem bugs, all in restoring what a
-retracted or corrected value had cut short (a value cut on its own out-of-order arrival was
-never restored; a restore brought back a cut made by a value already retracted): a run
-meant to find nothing leaves that pattern out until they are all fixed.
+``revise_one=False`` corrects and retracts only the many-valued predicate's facts, to
+tell a finding on the single-valued key apart: that is where this workload found
+chronomem's restore bugs (a value cut on its own out-of-order arrival was never restored;
+a restore brought back a cut made by a value already retracted), since fixed.
 """
 
 from __future__ import annotations
@@ -121,7 +120,7 @@ def run_workload(target: str, *, processes: int = 4, ops_per_process: int = 200,
     """Run the workload on ``target`` (a SQLite path or a PostgreSQL URL with a fresh
     ``?schema=``), writing one history per process into ``out_dir`` (which must hold none yet).
     ``revise_one=False`` corrects and retracts facts of the many-valued predicate only (see
-    the known findings in the module docstring)."""
+    the module docstring)."""
     for name, value, low in (("processes", processes, 1), ("ops_per_process", ops_per_process, 1),
                              ("kills", kills, 0), ("subjects", subjects, 1)):
         if not isinstance(value, int) or isinstance(value, bool) or value < low:
