@@ -111,6 +111,69 @@ def test_change_ends_a_value_and_is_not_undone_by_retracting_its_cutter() -> Non
     assert r.intervals("Acme", "ceo") == [["Alice", "2015", "2020"]]
 
 
+def test_a_value_given_back_coalesces_with_a_statement_it_contains() -> None:
+    """Retracting Oslo gives PG back over all time, containing the separate PG [2025, 2033): as if
+    Oslo had never been written, that assert added nothing, so a later Oslo ends the one PG fact."""
+    r = _Run()
+    r.op("define", predicate="database", cardinality="one")
+    r.op("assert", ref="a", subject="Atlas", predicate="database", object="PG")
+    r.op("assert", ref="b", subject="Atlas", predicate="database", object="Oslo", valid_from="2024",
+         valid_to="2025")
+    r.op("assert", ref="c", subject="Atlas", predicate="database", object="PG", valid_from="2025", valid_to="2033")
+    assert r.intervals("Atlas", "database") == [["PG", None, "2024"], ["Oslo", "2024", "2025"],
+                                                 ["PG", "2025", "2033"]]
+    r.op("retract", ref="b")
+    assert r.intervals("Atlas", "database") == [["PG", None, None]]
+    assert r.model.ref_fact("c") is None and r.model.ref_fact("a") is not None  # folded into the one given back
+    r.op("assert", ref="d", subject="Atlas", predicate="database", object="Oslo", valid_from="2007",
+         valid_to="2011")
+    assert r.intervals("Atlas", "database") == [["PG", None, "2007"], ["Oslo", "2007", "2011"]]
+    with pytest.raises(ModelError, match="no longer believed"):
+        r.op("end", ref="c", ended="2030")
+
+
+def test_a_value_given_back_keeps_its_id_and_ends_the_union() -> None:
+    r = _Run()
+    r.op("define", predicate="database", cardinality="one")
+    r.op("assert", ref="c", subject="Atlas", predicate="database", object="PG", valid_from="2025", valid_to="2033")
+    r.op("assert", ref="b", subject="Atlas", predicate="database", object="Oslo", valid_from="2024",
+         valid_to="2025")
+    r.op("assert", ref="a", subject="Atlas", predicate="database", object="PG", valid_to="2030")  # cut at 2024
+    r.op("retract", ref="b")
+    assert r.intervals("Atlas", "database") == [["PG", None, "2033"]]  # overlapping: the union
+    assert r.model.ref_fact("a") is not None and r.model.ref_fact("c") is None  # the younger one given back
+    r.op("end", ref="a", ended="2031")
+    assert r.intervals("Atlas", "database") == [["PG", None, "2031"]]
+
+
+def test_a_correction_cutting_a_union_it_gave_back_is_a_corner() -> None:
+    """B replaced A [2016, …) at its start and cut A [2014, …) there; moving B to 2014 gives both
+    A back (one statement) and replaces its first part: the whole union, or that part only?"""
+    r = _Run()
+    r.op("define", predicate="ceo", cardinality="one")
+    r.op("assert", ref="z", subject="Acme", predicate="ceo", object="A", valid_from="2016")
+    r.op("assert", ref="y", subject="Acme", predicate="ceo", object="B", valid_from="2016", valid_to="2020")
+    r.op("assert", ref="x", subject="Acme", predicate="ceo", object="A", valid_from="2014")
+    before = r.intervals("Acme", "ceo")
+    assert before == [["A", "2014", "2016"], ["B", "2016", "2020"]]
+    with pytest.raises(ModelCorner, match="union of values it gave back"):
+        r.op("correct", ref="y", set={"valid_from": "2014"})
+    assert r.intervals("Acme", "ceo") == before
+
+
+def test_a_correction_that_changes_nothing_changes_nothing() -> None:
+    """Written side by side before ``ceo`` was declared single-valued: a correction to the same
+    object writes nothing (it is not rewritten under the new cardinality); a real one is."""
+    r = _Run()
+    r.op("assert", ref="a", subject="Acme", predicate="ceo", object="Alice", valid_from="2015")
+    r.op("assert", ref="b", subject="Acme", predicate="ceo", object="Bob", valid_from="2018")
+    r.op("define", predicate="ceo", cardinality="one")
+    r.op("correct", ref="b", set={"object": "bob"})
+    assert r.intervals("Acme", "ceo") == [["Alice", "2015", None], ["Bob", "2018", None]]
+    r.op("correct", ref="b", set={"object": "Carl"})
+    assert r.intervals("Acme", "ceo") == [["Alice", "2015", "2018"], ["Carl", "2018", None]]
+
+
 def test_refused_ops() -> None:
     r = _Run()
     r.op("assert", ref="a", subject="Ada", predicate="speaks", object="French", valid_from="2020", valid_to="2022")

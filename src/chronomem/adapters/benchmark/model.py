@@ -17,9 +17,21 @@ intervals as the engine does:
 * the believed intervals of an object are the union of what its facts hold,
   with overlapping or touching pieces coalesced;
 * ``end`` sets a fact's own end (inside what it holds), ``correct`` rewrites its
-  fields (the corrected fact counts as written at the correction), ``retract``
-  removes it; whatever it had cut short or replaced then holds again by the
-  rules above.
+  fields (the corrected fact counts as written at the correction; one that
+  changes no field changes nothing), ``retract`` removes it; whatever it had cut
+  short or replaced then holds again by the rules above, as if the removed
+  statement had never been written;
+* a value given back that way (by a retraction or a correction) and that now
+  overlaps, touches or contains separate statements of its object coalesces
+  with them, as a write would: one fact from then on, over the union, ending
+  where its last part ends with the end that part was given, so a later cut ends
+  the union and does not leave a part standing beyond it (rule 2: an earlier
+  value is closed where a new one starts; it does not resume). Which id survives
+  follows the engine: a value given back that was still believed (cut short)
+  keeps its id, as it is placed again under it; one that held nowhere (replaced
+  at its start) is placed again like a write: contained in a statement, it adds
+  nothing (that one survives), else the oldest fact's id survives. The folded ids
+  are no longer believed.
 
 Identity follows the documented coalescing (a contained re-assertion names
 the existing fact; an overlapping or touching one folds the touching facts into
@@ -42,11 +54,23 @@ rule), whereas the declarative reading keeps each statement's own start and end:
 * a coalescing (by assert or correction) whose union, read declaratively, would
   give back a value a part of it had replaced at its start, or would not hold
   where the new part was placed;
-* a single-valued correction that absorbs the value that cut it short while
-  reaching past it, or absorbs a value its old version had replaced;
-* naming, after an op, a fact whose held interval now touches another fact of the
-  same object (a retraction or correction gave one back: the engine may have
-  folded one into the other).
+* a single-valued correction that absorbs the value that cut it short while its
+  own end reaches past that value's (the engine keeps the cut end, with its cause,
+  so its union ends where the absorbed value ends), or absorbs a value its old
+  version had replaced;
+* a retraction or correction giving back two or more values of one object that
+  touch each other (which id survives depends on the order the engine gives them
+  back in), or a value that touches a statement of its object written under
+  another cardinality;
+* a value given back whose union with the statements it touches, read by the
+  rules above, would hold elsewhere than the parts did or move another value
+  (a part had replaced a value at its own start, or a value starts inside the
+  union): the union forgets the parts' starts;
+* a correction whose new version cuts or replaces a part of a union of values it
+  gave back: the docs support both readings (a coalesced statement is cut as one,
+  so the whole union goes; a value given back is cut again where it was, so only
+  that part does), and the engine gives back and coalesces before it places the
+  corrected version.
 
 Every op creates a new state version at its system time; ``known_at`` reads
 the state as of the last op with ``system_us <= known_at``.
@@ -174,7 +198,6 @@ class FactModel:
         self._names: dict[str, str] = {}  # normalized key -> display name first written
         self._refs: dict[str, tuple[Key, int]] = {}  # ref -> (key, fid)
         self._gone: dict[int, str] = {}  # fid -> why it is no longer believed
-        self._uncertain: set[int] = set()  # fids whose identity the engine may have folded
         self._seq = 0
         self._history: list[tuple[int, _State]] = []
         self._history_us: list[int] = []
@@ -257,8 +280,6 @@ class FactModel:
         key, fid = got
         if fid in self._gone:
             raise ModelError(f"ref {ref!r}: its fact is no longer believed ({self._gone[fid]})")
-        if fid in self._uncertain:
-            raise ModelCorner(f"ref {ref!r}: its fact now touches another of the same object")
         f = self._find(key, fid)
         assert f is not None
         piece = next((p for p in _pieces(self._facts[key], self._single(key[1])) if p.fact.fid == fid), None)
@@ -275,12 +296,15 @@ class FactModel:
         if handler is None:
             raise ModelError(f"the fact model has no op {op.kind!r}")
         saved = (dict(self._facts), dict(self._card), dict(self._names), dict(self._refs), dict(self._gone),
-                 set(self._uncertain), self._seq)
+                 self._seq)
         try:
-            handler(op.args)
-            self._mark_uncertain()
+            moved = handler(op.args)
+            if op.kind in ("retract", "correct"):
+                self._settle(saved[0], moved)
+            else:
+                self._check_settled()
         except BaseException:
-            (self._facts, self._card, self._names, self._refs, self._gone, self._uncertain, self._seq) = saved
+            (self._facts, self._card, self._names, self._refs, self._gone, self._seq) = saved
             raise
         self._history.append((system_us, _State(dict(self._facts))))
         self._history_us.append(system_us)
@@ -353,7 +377,8 @@ class FactModel:
         self._facts[key] = tuple(replace(g, hi=end, hi_prec=end_prec) if g.fid == f.fid else g
                                  for g in self._facts[key])
 
-    def _op_correct(self, a: Mapping[str, Any]) -> None:
+    def _op_correct(self, a: Mapping[str, Any]) -> int:
+        """Rewrite the fact a ref names; returns its id (the fact the correction moved)."""
         key, f, piece = self._live(a["ref"])
         changes = a["set"]
         okey, lo, lo_prec, hi, hi_prec = f.okey, f.lo, f.lo_prec, f.hi, f.hi_prec
@@ -365,6 +390,8 @@ class FactModel:
         if "valid_to" in changes:
             hi, hi_prec = _bound(changes["valid_to"], end=True)
             held_hi = hi
+        elif okey == f.okey and (lo, lo_prec) == (f.lo, f.lo_prec):
+            return f.fid  # every field as it was: nothing is written (the doc's rule), nothing given back
         # the correction rewrites the believed version: its end is where the fact holds until
         if held_hi <= lo:
             raise ModelError("valid_to must be after valid_from (intervals are half-open)")
@@ -383,8 +410,9 @@ class FactModel:
                 # (the engine, after a later retraction of it) given back on its own?
                 raise ModelCorner("single-valued correction absorbing a value it had replaced")
             cutters = {q.hi for q in _pieces(facts, single) if q.cut}
-            if piece.cut and any(p.lo == piece.hi for p in touching) and new.hi > max(p.fact.hi for p in touching):
-                # it absorbs what had cut it: the engine's union ends where its held parts end
+            if piece.cut and any(p.lo == piece.hi and new.hi > p.hi for p in touching):
+                # it absorbs what had cut it while its own end reaches past that value's: the engine
+                # keeps the cut end (with its cause) and its union ends where the absorbed value ends
                 raise ModelCorner("single-valued correction absorbing the value that cut it short")
             last = max(touching, key=lambda p: p.fact.hi)
             if last.fact.hi > new.hi and last.cut:
@@ -405,7 +433,25 @@ class FactModel:
         # may cut them again, never give them more
         self._no_resurrection(key, tuple(g for g in self._facts[key] if g.fid != f.fid), facts + (new,), f.fid,
                               mine)
+        self._given_back_apart(key, facts + (new,), f.fid)
         self._facts[key] = facts + (new,)
+        return f.fid
+
+    def _given_back_apart(self, key: Key, final: tuple[_Fact, ...], fid: int) -> None:
+        """A correction first gives back what its old version had cut short, then places the new
+        version. Values given back that touch one of their object are one statement from then on
+        (:meth:`_settle`); if the new version then cuts or replaces a part of that union, does it
+        take the whole union or only that part? The docs say both (a coalesced statement is cut as
+        one; a value given back is cut again where it was): a corner."""
+        single = self._single(key[1])
+        was = {p.fact.fid: (p.lo, p.hi) for p in _pieces(self._facts[key], single)}
+        gave = tuple(g for g in self._facts[key] if g.fid != fid)
+        now = {p.fact.fid: (p.lo, p.hi) for p in _pieces(final, single)}
+        for group in _groups(_pieces(gave, single)):
+            if len(group) < 2 or not any(_grew(p, was) for p in group):
+                continue
+            if any(now.get(p.fact.fid) != (p.lo, p.hi) for p in group):
+                raise ModelCorner("a correction cuts a union of values it gave back")
 
     def _no_resurrection(self, key: Key, before: tuple[_Fact, ...], after: tuple[_Fact, ...], mine: int,
                          placed: _Piece | None) -> None:
@@ -438,18 +484,95 @@ class FactModel:
     def _op_supersede(self, a: Mapping[str, Any]) -> None:
         """Episode supersession is not about facts: the fact model ignores it."""
 
-    def _mark_uncertain(self) -> None:
-        """Facts of one object whose held intervals touch (after a retraction or correction
-        restored something): the engine may have folded one into the other."""
+    def _settle(self, before: Mapping[Key, tuple[_Fact, ...]], moved: int | None) -> None:
+        """Coalesce what a retraction or correction gave back with the statements of the same object
+        it now overlaps, touches or contains: they are one statement from then on (the doc's rule for
+        a write, applied to the restored value as if its taker had never been written, so a later cut
+        ends the union). The value given back keeps its id (the engine places it again under its own
+        id), the union ends where its last part ends, with the end that part was given."""
+        for key in list(self._facts):
+            single = self._single(key[1])
+            was = {p.fact.fid: (p.lo, p.hi) for p in _pieces(before.get(key, ()), single)}
+            while True:
+                group = next((g for g in _groups(_pieces(self._facts[key], single)) if len(g) > 1), None)
+                if group is None:
+                    break
+                self._fold(key, group, was, moved)
+
+    def _fold(self, key: Key, group: list[_Piece], was: Mapping[int, tuple[int, int]], moved: int | None) -> None:
+        """Fold one group of touching pieces of one object into the one whose held interval grew."""
+        if any(p.fact.fid == moved for p in group):
+            raise ModelCorner("a corrected fact touches a value of its object it did not absorb")
+        grown = [p for p in group if _grew(p, was)]
+        if len(grown) != 1:
+            # none: they touched before (no rule made them); several: which id the engine keeps
+            # depends on the order it gives them back in
+            raise ModelCorner(f"{len(grown)} values of one object given back touch each other")
+        if len({p.fact.one for p in group}) > 1:
+            raise ModelCorner("a value given back touches one of its object written under another cardinality")
+        back = grown[0]
+        first = min(group, key=lambda p: p.lo)
+        end = max(p.hi for p in group)
+        last = max((p for p in group if p.hi == end), key=lambda p: p.fact.hi)
+        if back.fact.fid in was:
+            # it held somewhere (cut short, still believed): placed again under its own id
+            survivor = back.fact
+        else:
+            # it held nowhere (replaced at its start: no believed version): placed again like a
+            # write, it is a no-op in a statement containing it, else the oldest fact's id survives
+            container = next((p for p in group if p is not back and p.lo <= back.lo and back.hi <= p.hi), None)
+            if container is not None:
+                survivor, last = container.fact, container
+            else:
+                survivor = min((p.fact for p in group), key=lambda f: f.fid)
+        merged = replace(survivor, lo=first.fact.lo, lo_prec=first.fact.lo_prec, hi=last.fact.hi,
+                         hi_prec=last.fact.hi_prec, arrival=max(p.fact.arrival for p in group))
+        drop = {p.fact.fid for p in group}
+        facts = self._facts[key]
+        after = tuple(f for f in facts if f.fid not in drop) + (merged,)
+        single = self._single(key[1])
+        now = {p.fact.fid: (p.lo, p.hi) for p in _pieces(after, single)}
+        held = {p.fact.fid: (p.lo, p.hi) for p in _pieces(facts, single)}
+        if now.get(merged.fid) != (first.lo, end) or any(
+                now.get(f.fid) != held.get(f.fid) for f in after if f.fid != merged.fid):
+            # the union, read by the rules, would hold elsewhere or move another value: a value
+            # a part had replaced at its start, or a cut inside the union, would start to count
+            raise ModelCorner("a value given back would coalesce into a union the rules read otherwise")
+        for fid in drop - {merged.fid}:
+            self._gone[fid] = "coalesced into a value given back"
+        self._facts[key] = after
+
+    def _check_settled(self) -> None:
+        """After a write, no two facts of one object hold touching intervals (they would be one)."""
         for key, facts in self._facts.items():
-            by_obj: dict[str, list[_Piece]] = {}
-            for p in _pieces(facts, self._single(key[1])):
-                by_obj.setdefault(p.fact.okey, []).append(p)
-            for ps in by_obj.values():
-                for i, p in enumerate(ps):
-                    for q in ps[i + 1:]:
-                        if p.lo <= q.hi and q.lo <= p.hi:
-                            self._uncertain.update((p.fact.fid, q.fact.fid))
+            if any(len(g) > 1 for g in _groups(_pieces(facts, self._single(key[1])))):
+                raise ModelCorner("two facts of one object touch after a write")
+
+
+def _grew(p: _Piece, was: Mapping[int, tuple[int, int]]) -> bool:
+    """Whether a piece holds where its fact did not (``was``: fact id -> where it held before)."""
+    got = was.get(p.fact.fid)
+    return got is None or not (got[0] <= p.lo and p.hi <= got[1])
+
+
+def _groups(pieces: list[_Piece]) -> list[list[_Piece]]:
+    """Per object, the pieces chained by overlapping or touching (each chain is one statement)."""
+    by_obj: dict[str, list[_Piece]] = {}
+    for p in pieces:
+        by_obj.setdefault(p.fact.okey, []).append(p)
+    out: list[list[_Piece]] = []
+    for ps in by_obj.values():
+        ps.sort(key=lambda p: (p.lo, p.hi))
+        cur, reach = [ps[0]], ps[0].hi
+        for p in ps[1:]:
+            if p.lo <= reach:
+                cur.append(p)
+                reach = max(reach, p.hi)
+            else:
+                out.append(cur)
+                cur, reach = [p], p.hi
+        out.append(cur)
+    return out
 
 
 def _us(value: Any) -> int | None:
