@@ -228,6 +228,11 @@ class UnitOfWork:
             if standing is not None and alive[standing] <= cand.valid_to:
                 return  # believed: the cut stands (placement moves it to where it now starts)
             if cand.stated_to is not None and cand.stated_to_prec is not None:
+                kept = _kept_cut(cand.stated_to, history, below)
+                if kept is not None:  # that end was itself a cut, kept through a correction: go on from it
+                    _take_end(cand, kept)
+                    below = kept.version
+                    continue
                 cand.valid_to, cand.valid_to_prec = cand.stated_to, cand.stated_to_prec
                 cand.stated_to = cand.stated_to_prec = None
                 cand.end_kind = cand.invalidated_by = cand.end_reason = None
@@ -284,6 +289,20 @@ class UnitOfWork:
                     out.add(r.fact_id)
                     break
         return frozenset(out)
+
+
+def _kept_cut(end: int, history: list[Row], below: int) -> Row | None:
+    """The version just under ``below`` if a correction closed it and kept its
+    end ``end``, a cut by another value: the end a later cut recorded in
+    ``stated_to`` is then that cut, which may be taken back too."""
+    earlier = [v for v in history if v.version < below]
+    if not earlier:
+        return None
+    prev = max(earlier, key=lambda v: v.version)
+    if (prev.close_kind == CloseKind.CORRECTED and prev.valid_to == end
+            and prev.end_kind == CloseKind.SUPERSEDED.value and prev.invalidated_by is not None):
+        return prev
+    return None
 
 
 def _take_end(cand: Row, src: Row) -> None:

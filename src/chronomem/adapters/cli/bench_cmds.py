@@ -124,8 +124,17 @@ def temporal_cmd(ctx: click.Context, systems: str, scenario_files: tuple[Path, .
                 tasks[name] = bar.add_task(name, total=total)
             bar.update(tasks[name], completed=done)
 
-        result = run_benchmark(built, scenarios, sources=sources, invariants=run_invariants,
-                               progress=progress)
+        # the scenarios write what a store warns about on purpose (values kept beside each other
+        # from before a declaration): those warnings are the benchmark's input, not news; -v shows them
+        quiet = logging.getLogger("chronomem.store")
+        level = quiet.level
+        if not state().verbose:
+            quiet.setLevel(logging.ERROR)
+        try:
+            result = run_benchmark(built, scenarios, sources=sources, invariants=run_invariants,
+                                   progress=progress)
+        finally:
+            quiet.setLevel(level)
     data = result.to_dict()
     if to_stdout or state().json:
         click.echo(json.dumps(data, ensure_ascii=False, indent=2))
