@@ -4,7 +4,8 @@ conflicts answers under 1 MB, pages on (page 2 differs from page 1, ``next``
 continues) and answers a page past the end with an empty page, not an error.
 
 Time (the goal, 200 ms, is asserted when run by ``bench/bounded_bench.py``;
-in the suite the bound is 600 ms, a guard against unbounded work): the best
+in the suite the bound is 1,000 ms, a guard against unbounded work: the
+slowest route takes ~480 ms alone and over 600 ms beside the parallel suite): the best
 of 3 in-process handler times must be under it where the
 library read is bounded by the page (a deep offset walks the rows before it
 on a narrow read, then reads only the page's in full), for a default page of the timeline (ordered on a
@@ -52,7 +53,7 @@ MB = 1_000_000
 #: CHRONOMEM_TIMED=1). In the suite, beside the other tests on a 2-core
 #: machine, the bound is a guard against unbounded work (an unpaged read of
 #: this entity took 1-8 s), not the goal.
-FAST_MS = 200.0 if os.environ.get("CHRONOMEM_TIMED") == "1" else 600.0
+FAST_MS = 200.0 if os.environ.get("CHRONOMEM_TIMED") == "1" else 1000.0
 N_FACTS = 50_000
 
 
