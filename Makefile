@@ -28,7 +28,7 @@ typecheck: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -n 2 -q
+	$(BIN)/python -m pytest -n 2 -q --durations=15
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info src/*.egg-info

@@ -25,7 +25,9 @@ from hash_embedder import HashEmbedder
 
 READERS = 6
 EPISODES = 1500
-WRITE_BUDGET = 7.0  # seconds of writing at most (the test stays under 20 s on 2 cores)
+WRITE_BUDGET = 7.0  # seconds of writing, once the two sides have overlapped enough
+MIN_WRITES, MIN_SEARCHES = 100, 3  # "enough": writes and searches per reader, however slow the machine
+HARD_LIMIT = 90.0  # seconds: a machine too slow even for that fails here, not by hanging
 
 
 @pytest.fixture
@@ -44,7 +46,8 @@ def _text(j: int) -> str:
 
 def _race(mem: chronomem.Memory, budget: float, config: SearchConfig | None = None) -> None:
     """``READERS`` threads search for the last committed episode's text while
-    this thread adds episodes to their session, for ``budget`` seconds at most."""
+    this thread adds episodes to their session, for about ``budget`` seconds
+    (longer on a machine too loaded to overlap the two sides by then)."""
     committed: list[tuple[str, str]] = [(mem.add_episode("the first turn", session="s1").id, "the first turn")]
     stop = threading.Event()
     errors: list[str] = []
@@ -72,10 +75,19 @@ def _race(mem: chronomem.Memory, budget: float, config: SearchConfig | None = No
     threads = [threading.Thread(target=reader, args=(i,), daemon=True) for i in range(READERS)]
     for t in threads:
         t.start()
-    deadline = time.monotonic() + budget
+    start = time.monotonic()
+
+    def enough() -> bool:
+        """The budget is spent and the two sides overlapped (a loaded machine
+        writes and searches more slowly: keep going until they have), or the
+        hard limit is reached."""
+        elapsed = time.monotonic() - start
+        overlapped = len(committed) > MIN_WRITES and min(searches) >= MIN_SEARCHES
+        return elapsed > HARD_LIMIT or (elapsed > budget and overlapped)
+
     try:
         for j in range(EPISODES):
-            if stop.is_set() or time.monotonic() > deadline:
+            if stop.is_set() or enough():
                 break
             text = _text(j)
             committed.append((mem.add_episode(text, session="s1").id, text))
@@ -86,7 +98,7 @@ def _race(mem: chronomem.Memory, budget: float, config: SearchConfig | None = No
     assert not any(t.is_alive() for t in threads)
     assert errors == []
     assert misses == []
-    assert len(committed) > 200 and min(searches) > 0  # the two sides really overlapped
+    assert len(committed) > MIN_WRITES and min(searches) >= MIN_SEARCHES  # the two sides really overlapped
     assert seen <= {ep_id for ep_id, _ in committed}
     # and the cache ends up agreeing with the store
     last_id, last_text = committed[-1]
