@@ -31,7 +31,7 @@ EXPECTED_ALL = {
     "CardinalityError", "NotFoundError", "FactNotFoundError", "EntityNotFoundError", "PredicateNotFoundError",
     "ConflictError", "AliasConflictError", "ConfirmationRequiredError", "StoreError", "SchemaVersionError",
     "StoreLockedError", "MissingExtraError", "ExportVersionError", "EpisodeNotFoundError", "UnsafeBindError",
-    "LimitExceededError", "AmbiguousIdError",
+    "LimitExceededError", "AmbiguousIdError", "StoreUnavailableError", "WriteOutcomeUnknownError",
 }
 
 #: errors of chronomem.errors that a caller of the memory API never sees (the

@@ -45,7 +45,9 @@ from .errors import (
     SchemaVersionError,
     StoreError,
     StoreLockedError,
+    StoreUnavailableError,
     UnsafeBindError,
+    WriteOutcomeUnknownError,
 )
 from .memory import Memory
 from .service.doctor_report import DoctorReport
@@ -103,9 +105,11 @@ __all__ = [
     "Stats",
     "StoreError",
     "StoreLockedError",
+    "StoreUnavailableError",
     "SystemClock",
     "TimePoint",
     "TimeSpan",
     "UnsafeBindError",
     "Volatility",
+    "WriteOutcomeUnknownError",
 ]

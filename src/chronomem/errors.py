@@ -25,7 +25,9 @@
     ├── ConfirmationRequiredError    erase() without confirm=True
     ├── StoreError                   the storage backend failed or is unusable
     │   ├── SchemaVersionError       database written by a newer chronomem
-    │   └── StoreLockedError         could not get the write lock in time
+    │   ├── StoreLockedError         could not get the write lock in time
+    │   └── StoreUnavailableError    the database cannot be reached now: retry later
+    │       └── WriteOutcomeUnknownError  the connection died while a write committed
     ├── MissingExtraError            an optional dependency is not installed
     ├── AuthenticationError          web: a request without the required bearer token (401)
     ├── ForbiddenError               web: a wrong token, foreign Host or Origin (403)
@@ -68,7 +70,9 @@ __all__ = [
     "SchemaVersionError",
     "StoreError",
     "StoreLockedError",
+    "StoreUnavailableError",
     "UnsafeBindError",
+    "WriteOutcomeUnknownError",
 ]
 
 
@@ -229,6 +233,27 @@ class SchemaVersionError(StoreError):
 
 class StoreLockedError(StoreError):
     """The write lock could not be taken before the busy timeout ran out."""
+
+
+class StoreUnavailableError(StoreError):
+    """The database cannot be reached now: it is down, restarting, or did not
+    answer in time. Nothing was written; the same call may succeed later.
+    ``retry_after`` is a suggested wait in seconds (``None``: retrying will
+    not help, e.g. the memory was closed)."""
+
+    def __init__(self, message: str, *, retry_after: float | None = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class WriteOutcomeUnknownError(StoreUnavailableError):
+    """The connection to the database died while a write was committing: it
+    may or may not have been stored. ``fact_ids`` names the facts the write
+    touched: read them back (``history``) before writing again."""
+
+    def __init__(self, message: str, *, fact_ids: tuple[str, ...] = (), retry_after: float | None = 1.0) -> None:
+        super().__init__(message, retry_after=retry_after)
+        self.fact_ids = fact_ids
 
 
 class MissingExtraError(ChronomemError, ImportError):

@@ -21,7 +21,7 @@ from typing import Any, Iterator, Mapping
 
 from ..core.engine import TxWork
 from ..core.version import CloseKind, Row
-from ..errors import FactNotFoundError
+from ..errors import FactNotFoundError, WriteOutcomeUnknownError
 from ..store.protocol import WriteTx
 from .candidates import CandidateBuilder
 from .scope import Scope
@@ -32,13 +32,16 @@ __all__ = ["UnitOfWork", "writing"]
 class UnitOfWork:
     """The work of one write transaction ``tx`` in ``scope``'s namespace."""
 
-    __slots__ = ("scope", "tx", "_work", "_builder")
+    __slots__ = ("scope", "tx", "_work", "_builder", "written")
 
     def __init__(self, scope: Scope, tx: WriteTx) -> None:
         self.scope = scope
         self.tx = tx
         self._work: TxWork | None = None
         self._builder: CandidateBuilder | None = None
+        # the facts this transaction wrote versions of: what a caller must read
+        # back when the commit's outcome is unknown (WriteOutcomeUnknownError)
+        self.written: list[str] = []
 
     @property
     def work(self) -> TxWork:
@@ -84,6 +87,7 @@ class UnitOfWork:
         rows = work.result_rows()
         if rows:
             tx.insert_rows(rows)
+            self.written.extend(r.fact_id for r in rows)
         if work.sources:
             tx.add_sources(work.sources)
         self._work = None  # more work in this transaction starts from what is now written
@@ -317,7 +321,16 @@ def writing(scope: Scope, *, shared: bool = False) -> Iterator[UnitOfWork]:
     """A write transaction with its unit of work, flushed before it commits.
     ``shared``: writers of other (subject, predicate) groups may run beside
     it (PostgreSQL; SQLite has one writer anyway)."""
-    with scope.store.write(shared=shared) as tx:
-        uow = UnitOfWork(scope, tx)
-        yield uow
-        uow.flush()
+    uow: UnitOfWork | None = None
+    try:
+        with scope.store.write(shared=shared) as tx:
+            uow = UnitOfWork(scope, tx)
+            yield uow
+            uow.flush()
+    except WriteOutcomeUnknownError as exc:
+        if uow is None or not uow.written:
+            raise
+        ids = tuple(dict.fromkeys(uow.written))  # in write order, once each
+        named = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+        raise WriteOutcomeUnknownError(f"{exc} (facts: {named})", fact_ids=ids,
+                                       retry_after=exc.retry_after) from None

@@ -55,7 +55,9 @@ def open_store(
 ) -> Store:
     """Open (creating if needed) the store behind a path or URL (see
     :func:`resolve_url`). ``durability``: see :func:`chronomem.open` and
-    ``docs/postgres.md``, "Durability"; ``busy_timeout`` is SQLite's."""
+    ``docs/postgres.md``, "Durability"; ``busy_timeout``: how long a write
+    waits for another writer's lock (SQLite's busy timeout, PostgreSQL's
+    ``lock_timeout``) before :class:`~chronomem.errors.StoreLockedError`."""
     backend, location = resolve_url(url)
     if backend == "sqlite":
         from .sqlite.store import SQLiteStore
@@ -63,4 +65,4 @@ def open_store(
         return SQLiteStore(location, clock=clock, durability=durability, busy_timeout=busy_timeout)
     from .postgres.store import PostgresStore
 
-    return PostgresStore(location, clock=clock, durability=durability)
+    return PostgresStore(location, clock=clock, durability=durability, busy_timeout=busy_timeout)

@@ -31,6 +31,8 @@ from ...errors import (
     MissingExtraError,
     PredicateNotFoundError,
     StoreLockedError,
+    StoreUnavailableError,
+    WriteOutcomeUnknownError,
 )
 
 __all__ = [
@@ -113,6 +115,8 @@ _HINTS: tuple[tuple[type[BaseException], str], ...] = (
     (PredicateNotFoundError, "call `facts` for the subject to see its predicates, or `predicate_define` it first"),
     (AliasConflictError, "pick another alias, or merge the two entities with the `chronomem merge` CLI command"),
     (StoreLockedError, "another process holds the write lock: retry the call in a moment"),
+    (WriteOutcomeUnknownError, "read the named facts back (`facts` or `history`) before writing again"),
+    (StoreUnavailableError, "the database is unavailable: retry the call in a few seconds"),
     (ConfirmationRequiredError, "this operation is not available over MCP"),
     (MissingExtraError, "install the extra named above"),
 )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import uuid
 from typing import Any
 
@@ -33,6 +34,7 @@ from ...errors import (
     NotFoundError,
     StoreError,
     StoreLockedError,
+    StoreUnavailableError,
 )
 
 __all__ = ["MAX_BODY_BYTES", "AuthenticationError", "BodyTooLargeError", "ErrorGuard", "ForbiddenError",
@@ -54,7 +56,7 @@ _STATUSES: tuple[tuple[type[BaseException] | tuple[type[BaseException], ...], in
     (BodyTooLargeError, 413),
     ((InvalidInputError, ConfirmationRequiredError), 400),
     (ConflictError, 409),
-    (StoreLockedError, 503),
+    ((StoreLockedError, StoreUnavailableError), 503),
     (StoreError, 500),
     (ChronomemError, 400),
 )
@@ -119,6 +121,10 @@ def error_response(exc: BaseException, path: str, headers: dict[str, str] | None
     hdrs = dict(headers or {})
     if status == 401:
         hdrs.setdefault("WWW-Authenticate", 'Bearer realm="chronomem"')
+    if status == 503:  # a lock or the database: the same request may succeed later
+        wait = exc.retry_after if isinstance(exc, StoreUnavailableError) else 1
+        if wait is not None:
+            hdrs.setdefault("Retry-After", str(max(1, math.ceil(wait))))
     if wants_json(path):
         return SafeJSONResponse(body, status_code=status, headers=hdrs)
     from .pages import error_page

@@ -12,10 +12,11 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from ...core.time import Clock, to_us
-from ...errors import MissingExtraError, SchemaVersionError, StoreError
+from ...errors import MissingExtraError, SchemaVersionError, StoreError, StoreUnavailableError
 from ..migrations import load_migrations
 
-__all__ = ["connect", "connection_kwargs", "import_psycopg", "migrate", "split_schema"]
+__all__ = ["connect", "connection_kwargs", "connection_lost", "import_psycopg", "migrate", "split_params",
+           "split_schema"]
 
 log = logging.getLogger("chronomem.store.postgres")
 
@@ -25,20 +26,39 @@ _SCHEMA_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
 
 def split_schema(url: str) -> tuple[str, str | None]:
-    """``(conninfo URL without ?schema=, schema or None)``."""
+    """``(conninfo URL without chronomem's own parameters, schema or None)``."""
+    conninfo, params = split_params(url)
+    return conninfo, params.get("schema")
+
+
+#: the URL parameters chronomem reads itself (libpq would refuse them)
+OWN_PARAMS = ("schema", "read_timeout")
+
+
+def split_params(url: str) -> tuple[str, dict[str, str]]:
+    """``(conninfo URL, chronomem's own parameters)``: ``?schema=NAME`` and
+    ``?read_timeout=SECONDS`` are taken out of the URL, the rest is libpq's."""
     parts = urlsplit(url)
     query = parse_qsl(parts.query, keep_blank_values=True)
-    schema = None
+    own: dict[str, str] = {}
     rest = []
     for k, v in query:
-        if k == "schema":
-            schema = v
+        if k in OWN_PARAMS:
+            own[k] = v
         else:
             rest.append((k, v))
+    schema = own.get("schema")
     if schema is not None and not _SCHEMA_RE.fullmatch(schema):
         raise StoreError(f"schema name {schema!r} must be letters, digits and underscores")
+    if "read_timeout" in own:
+        try:
+            ok = 0 < float(own["read_timeout"]) < 1e6
+        except ValueError:
+            ok = False
+        if not ok:
+            raise StoreError(f"read_timeout={own['read_timeout']!r} must be a number of seconds above 0")
     # quote (not quote_plus): libpq reads "+" literally, so "-c%20x=y" must stay "%20"
-    return urlunsplit(parts._replace(query=urlencode(rest, quote_via=quote))), schema
+    return urlunsplit(parts._replace(query=urlencode(rest, quote_via=quote))), own
 
 
 def _redact(url: str) -> str:
@@ -50,37 +70,75 @@ def _redact(url: str) -> str:
 
 
 def import_psycopg() -> Any:
-    """The psycopg module (with psycopg_pool), or the missing extra's error."""
+    """The psycopg module, or the missing extra's error."""
     try:
         import psycopg
-        import psycopg_pool  # noqa: F401
     except ImportError:
         raise MissingExtraError("psycopg", "postgres") from None
     return psycopg
 
-def connection_kwargs(conninfo: str, schema: str | None, connect_timeout: float) -> dict[str, Any]:
+
+# SQLSTATEs of a server that is going away or not ready: admin_shutdown,
+# crash_shutdown, cannot_connect_now (starting up or shutting down) and
+# too_many_connections; class 08 is every connection exception
+_UNAVAILABLE_STATES = frozenset({"57P01", "57P02", "57P03", "53300"})
+# what libpq says when the server answered and refused us for good
+_PERMANENT = ("authentication failed", "does not exist", "no pg_hba.conf entry", "invalid ")
+
+
+def connection_lost(exc: BaseException, psycopg: Any) -> bool:
+    """Whether a driver error means the server could not be reached or the
+    connection died (the same call may work later), rather than a refused
+    statement or bad credentials."""
+    state = getattr(exc, "sqlstate", None)
+    if state:
+        return state.startswith("08") or state in _UNAVAILABLE_STATES
+    if isinstance(exc, psycopg.InterfaceError):
+        return "closed" in str(exc)  # a connection the server dropped, used again
+    if not isinstance(exc, psycopg.OperationalError):
+        return False
+    return not any(word in str(exc) for word in _PERMANENT)
+
+
+def _ms(seconds: float) -> int:
+    return max(1, int(seconds * 1000))
+
+
+def connection_kwargs(conninfo: str, schema: str | None, connect_timeout: float, *,
+                      lock_timeout: float | None = None, statement_timeout: float | None = None) -> dict[str, Any]:
     """The settings of every connection of a store (the first and the pool's):
-    autocommit, the connect timeout and the ``options`` (the URL's, and the
-    schema's search path)."""
+    autocommit, the connect timeout and the ``options`` (the URL's, the
+    schema's search path, and the lock and statement timeouts; an option the
+    URL sets itself wins)."""
     kwargs: dict[str, Any] = {"autocommit": True, "connect_timeout": max(1, int(connect_timeout))}
     # the URL's options (e.g. -c synchronous_commit=off, which "normal"
     # durability follows) as a parameter: split_schema re-encodes a
     # space as "+", which libpq does not decode
-    options = dict(parse_qsl(urlsplit(conninfo).query)).get("options", "")
+    given = dict(parse_qsl(urlsplit(conninfo).query)).get("options", "")
+    parts = [f"-c lock_timeout={_ms(lock_timeout)}"] if lock_timeout else []
+    if statement_timeout:
+        parts.append(f"-c statement_timeout={_ms(statement_timeout)}")
+    if given:
+        parts.append(given)  # later -c settings override earlier ones
     if schema is not None:
-        options = f"{options} -c search_path={schema},public".strip()
-    if options:
-        kwargs["options"] = options
+        parts.append(f"-c search_path={schema},public")
+    if parts:
+        kwargs["options"] = " ".join(parts)
     return kwargs
 
 
 def connect(psycopg: Any, conninfo: str, kwargs: dict[str, Any]) -> Any:
-    """One connection, or a one-sentence :class:`StoreError`."""
+    """One connection, or a one-sentence error: :class:`StoreUnavailableError`
+    when the server cannot be reached now, :class:`StoreError` when it refused
+    us (credentials, an unknown database)."""
     try:
         return psycopg.connect(conninfo, **kwargs)
     except psycopg.Error as exc:
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise StoreError(f"cannot connect to PostgreSQL at {_redact(conninfo)}: {msg}") from None
+        text = f"cannot connect to PostgreSQL at {_redact(conninfo)}: {msg}"
+        if connection_lost(exc, psycopg):
+            raise StoreUnavailableError(text) from None
+        raise StoreError(text) from None
 
 
 def migrate(conn: Any, schema: str | None, clock: Clock, psycopg: Any) -> bool:

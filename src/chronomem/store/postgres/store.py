@@ -1,7 +1,7 @@
 """The PostgreSQL backend: one memory shared by many agents on many machines.
 
 ``PostgresStore("postgresql://user@host/db[?schema=name]")`` (extra
-``chronomem[postgres]``: psycopg 3 and psycopg-pool). Tables live in the
+``chronomem[postgres]``: psycopg 3). Tables live in the
 schema named by ``?schema=`` (created if missing) or in the connection's
 default schema. Migrations (``store/migrations/postgres``, the same names as
 SQLite's) are applied on open under a database-wide advisory lock, so several
@@ -19,9 +19,20 @@ single-valued invariant even for a writer that bypasses the locks.
 :meth:`PostgresStore.settle` makes a read "as known at" a time final.
 ``docs/architecture.md`` ("Concurrency") explains the choice.
 
-Reads run on pooled autocommit connections; inside a write transaction (same
-thread) they run on the transaction's connection and see its changes, and
-:meth:`PostgresStore.read` pins one REPEATABLE READ snapshot.
+Reads run on pooled autocommit connections (:mod:`.pool`); inside a write
+transaction (same thread) they run on the transaction's connection and see
+its changes, and :meth:`PostgresStore.read` pins one REPEATABLE READ snapshot.
+
+Outages (``docs/postgres.md``, "Outages and timeouts"): a connection-level
+failure is a :class:`~chronomem.errors.StoreUnavailableError`, never a
+permanent-looking ``StoreError``. A pooled read that finds its connection dead
+is run again once on a fresh connection (a read changes nothing), and so is
+the first round trip of a write (nothing was sent yet); a write whose
+connection dies while it commits raises
+:class:`~chronomem.errors.WriteOutcomeUnknownError` instead (it may have
+committed). A write waits at most ``busy_timeout`` for a lock
+(``lock_timeout``: then :class:`~chronomem.errors.StoreLockedError`) and a
+statement runs at most ``statement_timeout``.
 """
 
 from __future__ import annotations
@@ -32,7 +43,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from ...core.time import MAX_US, Clock, SystemClock, from_us, peek_clock, to_us
-from ...errors import StoreError
+from ...errors import StoreError, StoreLockedError, StoreUnavailableError, WriteOutcomeUnknownError
 from .. import fork as _fork
 from ..names import NameCache
 from ..protocol import Capabilities, EpisodeStore, FactQuery, Row
@@ -43,7 +54,8 @@ from ..sql.tx import RAW_COLS
 from .episodes import PgEpisodeStoreMixin
 from .health import PgHealthMixin
 from .name_reads import PgNameReadsMixin
-from .setup import _redact, connect, connection_kwargs, import_psycopg, migrate
+from .pool import Deadlines, Pool
+from .setup import _redact, connect, connection_kwargs, connection_lost, import_psycopg, migrate, split_params
 from .setup import split_schema as split_schema  # re-exported: part of this module's API
 from .tx import PgTx
 
@@ -54,6 +66,12 @@ log = logging.getLogger("chronomem.store.postgres")
 # a read "as known at" a time waits at most this long (seconds) for open
 # writes (settle); after that it answers without the finality guarantee
 SETTLE_WAIT = 5.0
+# the longest one statement may run (server side) before it is cancelled: a
+# bound on runaway work, far above any single statement chronomem sends
+STATEMENT_TIMEOUT = 300.0
+# the longest a read waits for the server's answer (client side: a frozen
+# server or a partition answers nothing) before its connection is cut
+READ_TIMEOUT = 30.0
 
 class PostgresStore(PgNameReadsMixin, RowReadsMixin, PgEpisodeStoreMixin, PgHealthMixin):
     """PostgreSQL implementation of :class:`~chronomem.store.protocol.Store`.
@@ -68,20 +86,25 @@ class PostgresStore(PgNameReadsMixin, RowReadsMixin, PgEpisodeStoreMixin, PgHeal
     capabilities = Capabilities(episodes=True, entity_prefix_search=True, local_path=None)
 
     def __init__(self, url: str, *, clock: Any = None, pool_size: int = 4, connect_timeout: float = 10.0,
-                 durability: str = "normal") -> None:
+                 durability: str = "normal", busy_timeout: float = 30.0,
+                 statement_timeout: float = STATEMENT_TIMEOUT, read_timeout: float = READ_TIMEOUT) -> None:
         psycopg = import_psycopg()
-        from psycopg_pool import ConnectionPool
 
         from .tx import CAN_EMIT_SQL, CommitPlan, check_durability
 
         check_durability(durability)  # before connecting
         self.durability = durability
         self._psycopg = psycopg
-        conninfo, schema = split_schema(url)
+        conninfo, own = split_params(url)
+        schema = own.get("schema")
         self.schema = schema
         self.url = _redact(url)
         self._clock: Clock = clock or SystemClock()
-        kwargs = connection_kwargs(conninfo, schema, connect_timeout)
+        self.busy_timeout = busy_timeout
+        self.read_timeout = float(own.get("read_timeout", read_timeout))  # the URL's wins
+        self._deadlines = Deadlines()
+        kwargs = connection_kwargs(conninfo, schema, connect_timeout, lock_timeout=busy_timeout,
+                                   statement_timeout=statement_timeout)
         first = connect(psycopg, conninfo, kwargs)
         try:
             with self._errors():
@@ -94,11 +117,9 @@ class PostgresStore(PgNameReadsMixin, RowReadsMixin, PgEpisodeStoreMixin, PgHeal
         finally:
             first.close()
         self.commit_plan = CommitPlan(durability, str(row[0]), bool(row[1]))
-        self._pool = ConnectionPool(
-            conninfo, min_size=1, max_size=max(1, pool_size), kwargs=kwargs, open=False,
-            name=f"chronomem-{schema or 'default'}", timeout=max(connect_timeout, 30.0),
-        )
-        self._pool.open(wait=False)
+        # callers beyond pool_size wait for a connection as long as a writer waits for a lock
+        self._pool = Pool(lambda: connect(psycopg, conninfo, kwargs), psycopg, max_size=pool_size,
+                          wait_timeout=busy_timeout, name=f"chronomem-{schema or 'default'}")
         self._local = threading.local()
         self._write_lock = threading.RLock()
         # name keys, predicates, cardinalities and display names; its
@@ -147,7 +168,10 @@ class PostgresStore(PgNameReadsMixin, RowReadsMixin, PgEpisodeStoreMixin, PgHeal
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
-        """Turn driver errors into one-sentence :class:`StoreError` s."""
+        """Turn driver errors into one-sentence :class:`StoreError` s: a lost
+        or refused connection and a statement timeout into
+        :class:`StoreUnavailableError`, a lock timeout into
+        :class:`StoreLockedError`."""
         psycopg = self._psycopg
         try:
             yield
@@ -156,8 +180,19 @@ class PostgresStore(PgNameReadsMixin, RowReadsMixin, PgEpisodeStoreMixin, PgHeal
                 "the database refused two overlapping believed values of a single-valued predicate "
                 f"({exc.diag.message_detail or exc.diag.message_primary})"
             ) from None
+        except psycopg.errors.LockNotAvailable:
+            raise StoreLockedError(
+                f"another writer held a lock this write needs for {self.busy_timeout:g} s (busy_timeout); "
+                "retry in a moment"
+            ) from None
+        except psycopg.errors.QueryCanceled as exc:
+            raise StoreUnavailableError(
+                f"PostgreSQL cancelled a statement that ran too long ({exc.diag.message_primary or exc}); "
+                "nothing was written", retry_after=5) from None
         except psycopg.Error as exc:
-            msg = exc.diag.message_primary or str(exc).strip().splitlines()[0]
+            msg = exc.diag.message_primary or (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            if connection_lost(exc, psycopg):
+                raise StoreUnavailableError(f"the database is unavailable: {msg}") from None
             raise StoreError(f"PostgreSQL error: {msg}") from None
 
     @contextmanager
@@ -172,8 +207,12 @@ class PostgresStore(PgNameReadsMixin, RowReadsMixin, PgEpisodeStoreMixin, PgHeal
             return
         if self._closed:
             raise StoreError("this memory is closed")
-        with self._errors(), self._pool.connection() as conn:
-            yield conn
+        with self._errors():
+            read = _ReadConn(self)
+            try:
+                yield read
+            finally:
+                read.release()
 
     # -- transactions ---------------------------------------------------
     def last_system_time(self) -> int:
@@ -195,16 +234,12 @@ class PostgresStore(PgNameReadsMixin, RowReadsMixin, PgEpisodeStoreMixin, PgHeal
         if self._closed:
             raise StoreError("this memory is closed")
         begin = "chronomem_begin_shared" if shared else "chronomem_begin_write"
-        with self._write_lock, self._errors(), self._pool.connection() as conn:
+        psycopg = self._psycopg
+        with self._write_lock, self._errors():
+            conn, row = self._begin(begin)
             self._local.conn = conn
+            committing = False
             try:
-                # BEGIN and the write lock in one round trip (simple query protocol)
-                cur = conn.execute(
-                    "BEGIN; SELECT now_us, names_version FROM %s(%d)" % (begin, to_us(self._clock()))
-                )
-                cur.nextset()
-                row = cur.fetchone()
-                assert row is not None
                 now, names_version = int(row[0]), int(row[1])
                 if names_version != self._names_version:
                     self._clear_caches()
@@ -212,17 +247,55 @@ class PostgresStore(PgNameReadsMixin, RowReadsMixin, PgEpisodeStoreMixin, PgHeal
                 tx = PgTx(self, self._name_cache, conn, now, shared=shared)
                 self._local.tx = tx
                 yield tx
+                committing = True
                 tx.commit()
                 if tx._names_bumped:
                     self._names_version = names_version + 1
-            except BaseException:
+            except BaseException as exc:
                 self._clear_caches()
                 self._names_version = -1
                 self._rollback(conn, unlock=True)
+                if committing and isinstance(exc, psycopg.Error) and connection_lost(exc, psycopg):
+                    # the COMMIT may have reached the server before the connection died
+                    raise WriteOutcomeUnknownError(
+                        "the connection to the database was lost while this write was committing: it may or "
+                        "may not have been stored; read it back before writing it again") from None
                 raise
             finally:
                 self._local.conn = None
                 self._local.tx = None
+                self._pool.putconn(conn)
+
+    def _begin(self, begin: str) -> tuple[Any, tuple[Any, ...]]:
+        """A pooled connection with its write transaction begun: BEGIN and the
+        write lock in one round trip (simple query protocol). A connection
+        that turns out dead is replaced once (nothing was sent that could
+        commit)."""
+        psycopg = self._psycopg
+        for attempt in (1, 2):
+            conn = self._pool.getconn()
+            # the lock wait is bounded server side (lock_timeout); this bounds a server that answers nothing
+            token = self._deadlines.arm(conn, self.busy_timeout + self.read_timeout)
+            try:
+                cur = conn.execute("BEGIN; SELECT now_us, names_version FROM %s(%d)" % (begin, to_us(self._clock())))
+                cur.nextset()
+                row = cur.fetchone()
+                assert row is not None
+                self._deadlines.disarm(token)
+                return conn, row
+            except BaseException as exc:
+                cut = self._deadlines.disarm(token)
+                self._rollback(conn, unlock=True)
+                self._pool.putconn(conn)
+                if cut:
+                    raise StoreUnavailableError(
+                        f"the database did not answer within {self.busy_timeout + self.read_timeout:g} s "
+                        "(busy_timeout + read_timeout); nothing was written", retry_after=5) from None
+                if attempt == 1 and isinstance(exc, psycopg.Error) and connection_lost(exc, psycopg):
+                    self._pool.discard_idle()  # they most likely died with it
+                    continue
+                raise
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def settle(self, known_at: int) -> None:
         """Make the answer of a read "as known at" ``known_at`` final: wait
@@ -356,6 +429,57 @@ class PostgresStore(PgNameReadsMixin, RowReadsMixin, PgEpisodeStoreMixin, PgHeal
             ).fetchone()
         keys = ("entities", "predicates", "versions", "facts", "current", "retracted")
         return {k: int(v or 0) for k, v in zip(keys, row, strict=True)}
+
+
+class _ReadConn:
+    """A pooled autocommit connection for reads outside a transaction. A
+    statement whose connection turns out dead (the server restarted since it
+    was checked) runs again once on a fresh connection: each statement is a
+    transaction of its own and a read changes nothing. Everything but
+    ``execute`` is the connection's own."""
+
+    __slots__ = ("_store", "_conn", "_retried")
+
+    def __init__(self, store: PostgresStore) -> None:
+        self._store = store
+        self._conn = store._pool.getconn()
+        self._retried = False
+
+    def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+        psycopg = self._store._psycopg
+        try:
+            return self._timed(query, params, kwargs)
+        except psycopg.Error as exc:
+            if self._retried or not connection_lost(exc, psycopg):
+                raise
+            self._retried = True
+            pool = self._store._pool
+            pool.putconn(self._conn)  # dead: closed, not kept
+            pool.discard_idle()  # they most likely died with it
+            self._conn = pool.getconn()
+            log.info("a read's connection was lost; ran it again on a new one")
+            return self._timed(query, params, kwargs)
+
+    def _timed(self, query: Any, params: Any, kwargs: dict[str, Any]) -> Any:
+        """One statement within the store's ``read_timeout`` (client side)."""
+        store = self._store
+        token = store._deadlines.arm(self._conn, store.read_timeout)
+        try:
+            result = self._conn.execute(query, params, **kwargs)
+        except BaseException:
+            if store._deadlines.disarm(token):
+                raise StoreUnavailableError(
+                    f"the database did not answer within {store.read_timeout:g} s (read_timeout)",
+                    retry_after=5) from None
+            raise
+        store._deadlines.disarm(token)
+        return result
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+    def release(self) -> None:
+        self._store._pool.putconn(self._conn)
 
 
 if TYPE_CHECKING:  # pragma: no cover - mypy checks the store against both protocols
