@@ -14,11 +14,12 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Iterator
 
 import psycopg
 import pytest
 
-__all__ = ["Cluster", "bindir"]
+__all__ = ["Cluster", "bindir", "throwaway"]
 
 
 def bindir() -> Path | None:
@@ -194,3 +195,21 @@ class Cluster:
             except (AssertionError, subprocess.TimeoutExpired):
                 self.crash()
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def throwaway(settings: str, why: str) -> Iterator[Cluster]:
+    """A started cluster with ``settings`` and btree_gist (chronomem's
+    exclusion constraint), removed afterwards; the body of a module fixture.
+    Skips (saying ``why`` it needs one) where initdb / pg_ctl are missing."""
+    found = bindir()
+    if found is None:
+        pytest.skip(f"PostgreSQL's initdb / pg_ctl are not installed (Debian: postgresql), so {why}")
+    c = Cluster(found, settings)
+    try:
+        c.create()
+        c.start()
+        with psycopg.connect(c.url, autocommit=True) as con:
+            con.execute("CREATE EXTENSION IF NOT EXISTS btree_gist SCHEMA public")
+        yield c
+    finally:
+        c.remove()

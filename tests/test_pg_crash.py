@@ -31,7 +31,7 @@ from chronomem.errors import InvalidInputError
 from chronomem.store.postgres.store import PostgresStore
 from chronomem.store.postgres.tx import CommitPlan
 from conftest import pg_test_url
-from pg_cluster import Cluster, bindir
+from pg_cluster import Cluster, throwaway
 
 # a record that ends exactly at a WAL page boundary: the insert position is
 # reported past the next page's header (GetXLogInsertRecPtr), the flush
@@ -57,16 +57,8 @@ checkpoint_timeout = 1h
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
-    found = bindir()
-    if found is None:
-        pytest.skip("PostgreSQL's initdb / pg_ctl are not installed (Debian: postgresql), "
-                    "so the crash test cannot run a server of its own")
-    c = Cluster(found, _SETTINGS)
-    try:
-        c.create()
-        c.start()
+    for c in throwaway(_SETTINGS, "the crash test cannot run a server of its own"):
         with psycopg.connect(c.url, autocommit=True) as con:
-            con.execute("CREATE EXTENSION IF NOT EXISTS btree_gist SCHEMA public")  # the exclusion constraint
             # two roles that are not superusers (chronomem creates their
             # schemas); one may not call pg_logical_emit_message (see CommitPlan)
             for role in ("agent", "restricted"):
@@ -75,8 +67,6 @@ def cluster() -> Iterator[Cluster]:
             con.execute("REVOKE EXECUTE ON FUNCTION pg_logical_emit_message(boolean, text, text) FROM PUBLIC")
             con.execute("GRANT EXECUTE ON FUNCTION pg_logical_emit_message(boolean, text, text) TO agent")
         yield c
-    finally:
-        c.remove()
 
 
 def _role_url(c: Cluster, role: str) -> str:

@@ -29,7 +29,7 @@ from chronomem.store.postgres.pool import Pool
 from chronomem.store.postgres.store import PostgresStore
 from chronomem.store.postgres.tx import PgTx
 from conftest import pg_schema_url
-from pg_cluster import Cluster, bindir
+from pg_cluster import Cluster, throwaway
 
 _SETTINGS = """
 listen_addresses = '127.0.0.1'
@@ -44,19 +44,7 @@ autovacuum = off
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
-    found = bindir()
-    if found is None:
-        pytest.skip("PostgreSQL's initdb / pg_ctl are not installed (Debian: postgresql), "
-                    "so the outage tests cannot run a server of their own")
-    c = Cluster(found, _SETTINGS)
-    try:
-        c.create()
-        c.start()
-        with psycopg.connect(c.url, autocommit=True) as con:
-            con.execute("CREATE EXTENSION IF NOT EXISTS btree_gist SCHEMA public")
-        yield c
-    finally:
-        c.remove()
+    yield from throwaway(_SETTINGS, "the outage tests cannot run a server of their own")
 
 
 def _fill_pool(mem: chronomem.Memory, n: int = 4) -> None:
