@@ -2,10 +2,13 @@
 stored (:mod:`chronomem.core.quantize`), searched without dequantizing the
 whole matrix.
 
-A product with a query dequantizes ``CHUNK_ROWS`` rows at a time, so the
-float32 temporary stays bounded (``CHUNK_ROWS * dim * 4`` bytes: 12 MB at
-384 dimensions) while the matrix itself is a quarter of float32's size:
-38 MB for 100k episodes of 384 dimensions, against 154 MB.
+A product with a query converts ``CHUNK_ROWS`` rows at a time to float32
+into one reused buffer, so the temporary stays bounded (``CHUNK_ROWS * dim *
+4`` bytes: 1.5 MB at 384 dimensions, small enough to stay in the CPU cache:
+measured at 100k x 384 on this 2-core machine, 1,024-row blocks take
+16-17 ms, as fast as float32's one product, 18-20 ms, which reads four times
+the bytes; 8,192-row blocks took 84 ms) while the matrix itself is a quarter
+of float32's size: 38 MB for 100k episodes of 384 dimensions, against 154 MB.
 """
 
 from __future__ import annotations
@@ -17,8 +20,8 @@ from ...core.quantize import dequantize_rows, quantize_rows
 
 __all__ = ["CHUNK_ROWS", "QMatrix"]
 
-#: rows dequantized at once by a product or a rebuild
-CHUNK_ROWS = 8192
+#: rows converted at once by a product or a rebuild (see above: larger blocks leave the cache)
+CHUNK_ROWS = 1024
 
 
 def _frozen(array: Any) -> Any:
@@ -83,8 +86,13 @@ class QMatrix:
         """``matrix @ query`` (float32), a bounded block at a time: the scale
         multiplies each row's integer product once."""
         np = self.np
+        x = np.asarray(query, dtype=np.float32)
         out = np.empty(self.size, np.float32)
+        buf = np.empty((min(CHUNK_ROWS, self.size), self.dim), np.float32)
         for a in range(0, self.size, CHUNK_ROWS):
             b = min(self.size, a + CHUNK_ROWS)
-            out[a:b] = (self.q[a:b].astype(np.float32) @ query) * self.scales[a:b]
+            block = buf[:b - a]
+            np.copyto(block, self.q[a:b], casting="unsafe")  # int8 -> float32 is exact
+            np.dot(block, x, out=out[a:b])
+        out *= self.scales
         return out
