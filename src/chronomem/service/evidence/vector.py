@@ -387,7 +387,7 @@ class AnnIndex:
                 self.index.resize_index(max(n, int(self.index.get_max_elements() * 1.5)))
             start = max(0, self.count - 1)
             np_ = importlib.import_module("numpy")
-            for a, block in matrix.blocks(start, n):  # float32 a bounded block at a time
+            for a, block in matrix.blocks(start, n):  # dequantized a bounded block at a time
                 self.index.add_items(block, np_.arange(a, a + block.shape[0]))
             self.count = n
             self.max_rowid = int(slot.rowids[n - 1])

@@ -154,7 +154,7 @@ def _add_pgvector(conn: Any, psycopg: Any) -> None:
     """Where the server has pgvector, keep each vector also as ``vector``
     (indexed per model with HNSW) for SQL users; results never depend on it."""
     if not conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone():
-        log.info("pgvector is not available: vectors are stored as real[] only")
+        log.info("pgvector is not available: vectors are stored as int8 only")
         return
     try:
         with conn.transaction():  # a savepoint: lacking the privilege is not an error
@@ -168,7 +168,7 @@ def _add_pgvector(conn: Any, psycopg: Any) -> None:
                     f"WHERE model_id = {int(model_id)}"
                 )
     except psycopg.Error as exc:
-        log.warning("pgvector not enabled (%s): vectors are stored as real[] only", exc.diag.message_primary)
+        log.warning("pgvector not enabled (%s): vectors are stored as int8 only", exc.diag.message_primary)
 
 def _fill_pgvector(conn: Any) -> None:
     """The ``embedding`` of the rows that have none (a store that gains
