@@ -17,16 +17,20 @@ from __future__ import annotations
 
 import math
 from array import array
+from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import chronomem
 from chronomem.core import quantize as quantize_module
 from chronomem.core.quantize import INT8_STEPS, dequantize, quantize, quantize_rows
 from chronomem.errors import InvalidInputError
+from chronomem.service.evidence.episodes import episode_store
 from chronomem.service.evidence.qmatrix import CHUNK_ROWS, QMatrix
+from hash_embedder import HashEmbedder
 
 # magnitudes from 2**-100 (a scale below float32's normal range would lose precision) to 2**100
 magnitude = st.one_of(st.just(0.0), st.floats(min_value=2.0**-100, max_value=2.0**100, width=32))
@@ -116,3 +120,21 @@ def test_the_product_is_computed_in_bounded_blocks_and_matches_one_product() -> 
     assert np.array_equal(np.concatenate([b for _, b in blocks]), m.rows(5, n))
     assert m.q.dtype == np.int8 and m.nbytes == n * 8 + n * 4
     assert not m.q.flags.writeable and not m.scales.flags.writeable
+
+
+def test_the_vector_cache_holds_int8_rows_and_int8_context_rows(tmp_path: Path) -> None:
+    # the measured choice (docs/evidence.md): the cache keeps the stored form, a quarter of float32
+    with chronomem.open(tmp_path / "m.db", embedder=HashEmbedder()) as mem:
+        mem.add_episodes([{"text": f"turn {i} about rivers and maps", "session": "s"} for i in range(30)])
+        assert mem.search("rivers", config="dense", view="raw")
+        model_id, dim = episode_store(mem.store).embedding_model(HashEmbedder().name) or (0, 0)
+        cache = mem._embedding.vectors()
+        slot = cache.slot(episode_store(mem.store), mem._scope.ns_id, model_id, dim)
+        assert slot.size == 30 and slot.vecs.q.dtype == np.int8 and slot.vecs.scales.dtype == np.float32
+        windows = cache.matrix(slot, 0.3)
+        assert windows.q.dtype == np.int8 and windows.size == 30
+        # each context row is the normalised mix of its neighbours, within the int8 tolerance
+        v = slot.vecs.rows(0, 30)
+        mixed = v[1] + 0.3 * (v[0] + v[2])
+        mixed /= np.linalg.norm(mixed)
+        assert np.abs(windows.rows(1, 2)[0] - mixed).max() <= windows.scales[1] / 2 + 1e-6
