@@ -44,7 +44,7 @@ from typing import Any, Mapping
 
 from ...store.protocol import EpisodeFilter, EpisodeStore
 from .embed import load_numpy
-from .qmatrix import QMatrix
+from .qmatrix import QMatrix, frozen
 
 __all__ = ["VectorCache", "VectorSlot"]
 
@@ -76,11 +76,6 @@ class VectorSlot:
     @property
     def size(self) -> int:
         return int(self.rowids.shape[0])
-
-
-def _frozen(array: Any) -> Any:
-    array.flags.writeable = False
-    return array
 
 
 class VectorCache:
@@ -153,7 +148,7 @@ class VectorCache:
             log.debug("loaded %d vectors (ns %d, model %d)", n, ns_id, model_id)
         if len(parts[0]) == 1:  # nothing new: the same arrays (and their context matrices)
             return replace(slot, generation=gen)
-        rowids_, recorded, occurred, sessions = (_frozen(np.concatenate(p)) for p in parts)
+        rowids_, recorded, occurred, sessions = (frozen(np.concatenate(p)) for p in parts)
         return VectorSlot(dim=slot.dim, rowids=rowids_, vecs=QMatrix.concat(np, blocks), recorded=recorded,
                           occurred=occurred, sessions=sessions, session_codes=MappingProxyType(codes), generation=gen,
                           max_rowid=max_rowid, erasures=slot.erasures)
