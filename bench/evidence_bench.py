@@ -25,7 +25,8 @@ What is measured
   ``Memory.search`` call (query embedding, FTS5 BM25, dense, fusion, views,
   hydration) in the default ``as_world`` view, p50/p99 over the queries after
   one warm-up query. At N >= ``ann_threshold`` the dense part is the HNSW
-  cache; its build time and its recall@10 against exact search are reported.
+  cache; its build time and its recall@10 against exact search are reported, and the
+  database file's size (``db_mb``).
 * Quality at N: ``evidence_recall_at_10``, the share of each question's
   evidence turns found in the top 10 (any variant of the turn counts), and
   the same search with ``lexical_postings_budget=0`` (``no_budget_*``) beside
@@ -187,7 +188,8 @@ def main() -> None:
                 found.append(len(got & gold) / len(gold) if gold else 0.0)
             res.update({f"{label}p50_ms": round(pct(times, 50), 2), f"{label}p99_ms": round(pct(times, 99), 2),
                         f"{label}evidence_recall_at_10": round(statistics.mean(found), 3)})
-        res.update({"ann": n >= SearchConfig().ann_threshold, "rss_mb": round(rss_mb(), 1)})
+        res.update({"ann": n >= SearchConfig().ann_threshold, "rss_mb": round(rss_mb(), 1),
+                    "db_mb": round(db.stat().st_size / 2**20, 1)})  # (int8 vectors since schema 9)
         if res["ann"]:
             exact = dataclasses.replace(SearchConfig.preset("dense"), ann_threshold=10**12)
             approx = SearchConfig.preset("dense")

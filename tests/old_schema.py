@@ -36,11 +36,12 @@ def sqlite_at(path: Path, last: int, rows: Sequence[str]) -> str:
 
 
 @contextmanager
-def postgres_at(last: int, rows: Sequence[str]) -> Iterator[str]:
+def postgres_at(last: int, rows: Sequence[str], base: str | None = None) -> Iterator[str]:
     """The URL of a PostgreSQL schema of its own at migration ``last``
-    holding ``rows``; the schema is dropped afterwards."""
+    holding ``rows`` (on the server of ``base``, by default the tests'
+    one); the schema is dropped afterwards."""
     schema = f"t_m{last:02d}_" + uuid.uuid4().hex[:12]
-    base = pg_test_url()
+    base = base or pg_test_url()
     url = f"{base}{'&' if '?' in base else '?'}schema={schema}"
     conninfo, _ = split_schema(url)
     with psycopg.connect(conninfo, autocommit=True) as con:

@@ -163,9 +163,9 @@ def test_vectors_of_another_embedder_are_refused(db: Path) -> None:
 
 def test_orphan_vectors_and_bad_mentions_are_repaired(db: Path) -> None:
     zebra = _ep_rowid(db, "zebra")
-    model = _one(db, "SELECT id FROM embedding_models")
-    _sql(db, ("INSERT INTO episode_vectors (episode_rowid, model_id, ns_id, vector) VALUES (777, ?, 1, ?)",
-              (model, b"\0" * 96)),
+    model, dim = _one(db, "SELECT id FROM embedding_models"), _one(db, "SELECT dim FROM embedding_models")
+    _sql(db, ("INSERT INTO episode_vectors (episode_rowid, model_id, ns_id, vector, scale) VALUES (777, ?, 1, ?, 0)",
+              (model, b"\0" * dim)),
          ("UPDATE episode_times SET end_us = ? WHERE episode_rowid = ?", (YEAR_10000 + 5, zebra)))
     assert _one(db, "SELECT count(*) FROM episode_times WHERE episode_rowid = ?", (zebra,)) >= 1
     with _open(db) as mem:

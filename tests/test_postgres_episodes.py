@@ -105,12 +105,13 @@ def test_fts_syntax_is_never_read_as_query_syntax(request: pytest.FixtureRequest
         assert m.search('NEAR-term "plans"', config="lexical", view="raw")
 
 
-def test_vectors_are_stored_as_float4_arrays(request: pytest.FixtureRequest, embedder: Any) -> None:
+def test_vectors_are_stored_as_int8_bytes_and_a_scale(request: pytest.FixtureRequest, embedder: Any) -> None:
     url = pg_schema_url(request)
     with chronomem.open(url) as m:
         m.use_embedder(embedder)
         m.add_episode("A short note about rivers.")
     conninfo, schema = split_schema(url)
     with psycopg.connect(conninfo, options=f"-c search_path={schema},public") as con:
-        row = con.execute("SELECT array_length(vector, 1), pg_typeof(vector)::text FROM episode_vectors").fetchone()
-    assert row == (embedder.dim, "real[]")
+        row = con.execute("SELECT octet_length(vector), pg_typeof(vector)::text, pg_typeof(scale)::text, "
+                          "scale > 0 FROM episode_vectors").fetchone()
+    assert row == (embedder.dim, "bytea", "real", True)

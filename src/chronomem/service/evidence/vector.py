@@ -3,9 +3,12 @@
 The store's ``episode_vectors`` rows are the source of truth. This module
 keeps, per (namespace, model), an in-process matrix loaded from them and
 refreshed incrementally: a write bumps the store's episode generation, and the
-next search appends the new rows (or reloads when rows went away). Search is
-exact (one matrix-vector product, ``argpartition``) with the view's filters as
-a boolean mask, so views never need a second index.
+next search appends the new rows (or reloads when rows went away). The matrix
+stays int8 with a scale per row, as stored (:class:`~.qmatrix.QMatrix`: a
+quarter of float32's memory; measured in ``docs/evidence.md``). Search is
+exact (a matrix-vector product, a bounded block of rows dequantized at a
+time, ``argpartition``) with the view's filters as a boolean mask, so views
+never need a second index.
 
 Threads: a search works on an immutable :class:`VectorSlot` (read-only
 arrays, row-aligned, published as one object); a refresh builds the next one
@@ -41,6 +44,7 @@ from typing import Any, Mapping
 
 from ...store.protocol import EpisodeFilter, EpisodeStore
 from .embed import load_numpy
+from .qmatrix import QMatrix, frozen
 
 __all__ = ["VectorCache", "VectorSlot"]
 
@@ -58,7 +62,7 @@ class VectorSlot:
 
     dim: int
     rowids: Any
-    vecs: Any
+    vecs: QMatrix
     recorded: Any
     occurred: Any
     sessions: Any
@@ -67,16 +71,11 @@ class VectorSlot:
     max_rowid: int = 0
     erasures: int = 0  # the namespace's erased episodes when the arrays were loaded
     # context matrices derived from these arrays (filled once per weight, under the cache's lock)
-    windows: dict[float, Any] = field(default_factory=dict)
+    windows: dict[float, QMatrix] = field(default_factory=dict)
 
     @property
     def size(self) -> int:
         return int(self.rowids.shape[0])
-
-
-def _frozen(array: Any) -> Any:
-    array.flags.writeable = False
-    return array
 
 
 class VectorCache:
@@ -97,7 +96,7 @@ class VectorCache:
     def _empty(self, dim: int, erasures: int) -> VectorSlot:
         np = self._np
         return VectorSlot(
-            dim=dim, rowids=np.zeros(0, np.int64), vecs=np.zeros((0, dim), np.float32),
+            dim=dim, rowids=np.zeros(0, np.int64), vecs=QMatrix.empty(np, dim),
             recorded=np.zeros(0, np.int64), occurred=np.zeros(0, np.int64), sessions=np.zeros(0, np.int32),
             session_codes={}, erasures=erasures,
         )
@@ -128,7 +127,8 @@ class VectorCache:
     def _append(self, store: EpisodeStore, slot: VectorSlot, ns_id: int, model_id: int, gen: int) -> VectorSlot:
         """A new snapshot: ``slot``'s rows and the stored ones after them."""
         np = self._np
-        parts: list[list[Any]] = [[slot.rowids], [slot.vecs], [slot.recorded], [slot.occurred], [slot.sessions]]
+        parts: list[list[Any]] = [[slot.rowids], [slot.recorded], [slot.occurred], [slot.sessions]]
+        blocks = [slot.vecs]
         codes = dict(slot.session_codes)
         max_rowid = slot.max_rowid
         while True:
@@ -138,25 +138,27 @@ class VectorCache:
             n = len(rows)
             rowids = np.fromiter((r[0] for r in rows), np.int64, n)
             parts[0].append(rowids)
-            parts[1].append(np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(n, slot.dim))
-            parts[2].append(np.fromiter((r[2] for r in rows), np.int64, n))
-            parts[3].append(np.fromiter((r[3] if r[3] is not None else r[2] for r in rows), np.int64, n))
-            parts[4].append(np.fromiter(
-                (codes.setdefault(r[4], len(codes) + 1) if r[4] is not None else 0 for r in rows), np.int32, n))
+            blocks.append(QMatrix(np, np.frombuffer(b"".join(r[1] for r in rows), dtype=np.int8).reshape(n, slot.dim),
+                                  np.fromiter((r[2] for r in rows), np.float32, n)))
+            parts[1].append(np.fromiter((r[3] for r in rows), np.int64, n))
+            parts[2].append(np.fromiter((r[4] if r[4] is not None else r[3] for r in rows), np.int64, n))
+            parts[3].append(np.fromiter(
+                (codes.setdefault(r[5], len(codes) + 1) if r[5] is not None else 0 for r in rows), np.int32, n))
             max_rowid = int(rowids[-1])
             log.debug("loaded %d vectors (ns %d, model %d)", n, ns_id, model_id)
         if len(parts[0]) == 1:  # nothing new: the same arrays (and their context matrices)
             return replace(slot, generation=gen)
-        rowids_, vecs, recorded, occurred, sessions = (_frozen(np.concatenate(p)) for p in parts)
-        return VectorSlot(dim=slot.dim, rowids=rowids_, vecs=vecs, recorded=recorded, occurred=occurred,
-                          sessions=sessions, session_codes=MappingProxyType(codes), generation=gen,
+        rowids_, recorded, occurred, sessions = (frozen(np.concatenate(p)) for p in parts)
+        return VectorSlot(dim=slot.dim, rowids=rowids_, vecs=QMatrix.concat(np, blocks), recorded=recorded,
+                          occurred=occurred, sessions=sessions, session_codes=MappingProxyType(codes), generation=gen,
                           max_rowid=max_rowid, erasures=slot.erasures)
 
-    def matrix(self, slot: VectorSlot, context: float) -> Any:
+    def matrix(self, slot: VectorSlot, context: float) -> QMatrix:
         """The search matrix: each episode's vector, or with ``context > 0``
         ``normalize(context * prev + v + context * next)`` over its
         neighbours in the same session (rowid order). Computed from the
-        snapshot's vectors, cached with it."""
+        snapshot's vectors a block of rows at a time and quantized like
+        them, cached with it."""
         if context <= 0 or slot.size == 0:
             return slot.vecs
         np = self._np
@@ -173,11 +175,16 @@ class VectorCache:
             nxt[order[:-1][same]] = order[1:][same]
             has_prev = (prev != np.arange(slot.size)).astype(np.float32)[:, None]
             has_next = (nxt != np.arange(slot.size)).astype(np.float32)[:, None]
-            win = slot.vecs + context * (has_prev * slot.vecs[prev] + has_next * slot.vecs[nxt])
-            win /= np.maximum(np.linalg.norm(win, axis=1, keepdims=True), 1e-12)
-            win = _frozen(win.astype(np.float32))
-            slot.windows[context] = win
-            return win
+            parts = []
+            for a, vecs in slot.vecs.blocks():
+                b = a + vecs.shape[0]
+                win = vecs + context * (has_prev[a:b] * slot.vecs.take(prev[a:b])
+                                        + has_next[a:b] * slot.vecs.take(nxt[a:b]))
+                win /= np.maximum(np.linalg.norm(win, axis=1, keepdims=True), 1e-12)
+                parts.append(QMatrix.of_floats(np, win))
+            matrix = QMatrix.concat(np, parts)
+            slot.windows[context] = matrix
+            return matrix
 
     def invalidate(self) -> None:
         with self._lock:
@@ -226,7 +233,7 @@ class VectorCache:
         np = self._np
         if slot.size == 0 or k <= 0:
             return []
-        scores = self.matrix(slot, context) @ np.asarray(query, dtype=np.float32).reshape(-1)
+        scores = self.matrix(slot, context).dot(np.asarray(query, dtype=np.float32).reshape(-1))
         mask = None
 
         def both(m: Any) -> Any:
@@ -345,7 +352,7 @@ class AnnIndex:
         with open(self.path + ".json", "w", encoding="utf-8") as fh:
             json.dump({"count": self.count, "max_rowid": self.max_rowid, "erasures": self.erasures}, fh)
 
-    def sync(self, slot: VectorSlot, matrix: Any) -> bool:
+    def sync(self, slot: VectorSlot, matrix: QMatrix) -> bool:
         """Bring the index up to the slot: add new rows (and re-add the row
         before the first new one, whose context vector changed), or rebuild.
         ``False`` when the index is ahead of ``slot`` (another thread synced a
@@ -375,8 +382,8 @@ class AnnIndex:
                 self.index.resize_index(max(n, int(self.index.get_max_elements() * 1.5)))
             start = max(0, self.count - 1)
             np_ = importlib.import_module("numpy")
-            labels = np_.arange(start, n)
-            self.index.add_items(matrix[start:n], labels)
+            for a, block in matrix.blocks(start, n):  # dequantized a bounded block at a time
+                self.index.add_items(block, np_.arange(a, a + block.shape[0]))
             self.count = n
             self.max_rowid = int(slot.rowids[n - 1])
             self._save()

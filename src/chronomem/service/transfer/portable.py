@@ -20,7 +20,8 @@ exactly the same things. :func:`namespace_records` yields, in this order:
   (``superseded_by``; ``superseded_at``, when it takes effect in valid
   time; ``superseded_recorded_at``, when it was recorded), erasure (a
   tombstone keeps its id and times, its text is empty), the resolved time
-  mentions and the float32 vector of each model;
+  mentions and the float32 vector of each model (the stored int8 vector
+  times its scale: importing it stores the same int8 bytes again);
 * ``import_key`` records: what transcript imports stored (a hashed message
   key, the episode holding its latest version, a digest of that version),
   so a restored memory does not import the same messages again. The
@@ -48,6 +49,7 @@ import sys
 from array import array
 from typing import Any, Iterator, cast
 
+from ...core.quantize import dequantize
 from ...core.time import MAX_US, MIN_US, Precision
 from ...errors import InvalidInputError
 from ...store.protocol import EpisodeStore, Row, Store
@@ -198,9 +200,10 @@ def _episode_records(store: EpisodeStore, ns_id: int) -> Iterator[Record]:
         # [first, last], so its vectors are the first len(batch) at or after first
         vectors: dict[int, dict[str, bytes]] = {}
         for model_id, name, _dim in models:
-            for rowid, blob, *_ in store.load_vectors(ns_id, model_id, first - 1, len(batch)):
+            for rowid, q, scale, *_ in store.load_vectors(ns_id, model_id, first - 1, len(batch)):
                 if rowid <= last:
-                    vectors.setdefault(rowid, {})[name] = _little_endian(blob)
+                    # the format stays float32: the values the store holds (int8 times scale), exactly
+                    vectors.setdefault(rowid, {})[name] = _little_endian(dequantize(q, scale))
         for r in batch:
             yield {
                 "type": "episode", "id": r.id, "text": r.text,

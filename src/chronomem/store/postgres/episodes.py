@@ -8,9 +8,10 @@ configuration (language-neutral: no stemming and no stop-word list, so
 Chinese bigrams, mixed scripts and names index as they are) and a GIN index;
 ranked with ``ts_rank_cd`` and the four column weights. FTS5's MATCH string
 (quoted terms joined with OR, from :func:`chronomem.service.evidence.lexical.fts_query`)
-is turned into the equivalent ``tsquery``. Vectors: ``real[]`` (float32, the
-exact bytes the client's ANN index loads); with pgvector, also a ``vector``
-column and an HNSW index per model for SQL users.
+is turned into the equivalent ``tsquery``. Vectors: ``bytea`` of int8 and a
+``real`` scale (:mod:`chronomem.core.quantize`, as on SQLite); with pgvector,
+also the float32 vector as written in a ``vector`` column and an HNSW index
+per model for SQL users.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import re
 from array import array
 from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
+from ...core.quantize import quantize
 from ...errors import StoreError
 from ..protocol import EpisodeFilter
 from ..sql.dialect import POSTGRES
@@ -105,23 +107,30 @@ class PgEpisodeTxMixin(BaseEpisodeTx):
             )
 
     def put_episode_vectors(self, model_id: int, items: Sequence[tuple[int, int, bytes]]) -> None:
-        """``items`` are ``(episode_rowid, ns_id, float32 bytes)``."""
+        """``items`` are ``(episode_rowid, ns_id, float32 bytes)``, stored as
+        int8 bytes and a scale (:mod:`chronomem.core.quantize`); pgvector's
+        column keeps the float32 values."""
         if not items:
             return
+        packed = quantize([blob for _rowid, _ns, blob in items])
         data: list[tuple[Any, ...]]
         if self.store.pgvector:
             sql = (
-                "INSERT INTO episode_vectors (episode_rowid, model_id, ns_id, vector, embedding) "
-                "VALUES (%s, %s, %s, %s, %s::real[]::public.vector) ON CONFLICT (model_id, episode_rowid) "
-                "DO UPDATE SET vector = EXCLUDED.vector, embedding = EXCLUDED.embedding, ns_id = EXCLUDED.ns_id"
+                "INSERT INTO episode_vectors (episode_rowid, model_id, ns_id, vector, scale, embedding) "
+                "VALUES (%s, %s, %s, %s, %s, %s::real[]::public.vector) ON CONFLICT (model_id, episode_rowid) "
+                "DO UPDATE SET vector = EXCLUDED.vector, scale = EXCLUDED.scale, embedding = EXCLUDED.embedding, "
+                "ns_id = EXCLUDED.ns_id"
             )
-            data = [(rowid, model_id, ns, v, v) for rowid, ns, blob in items for v in [_floats(blob)]]
+            data = [(rowid, model_id, ns, q, scale, _floats(blob))
+                    for (rowid, ns, blob), (q, scale) in zip(items, packed, strict=True)]
         else:
             sql = (
-                "INSERT INTO episode_vectors (episode_rowid, model_id, ns_id, vector) VALUES (%s, %s, %s, %s) "
-                "ON CONFLICT (model_id, episode_rowid) DO UPDATE SET vector = EXCLUDED.vector, ns_id = EXCLUDED.ns_id"
+                "INSERT INTO episode_vectors (episode_rowid, model_id, ns_id, vector, scale) "
+                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (model_id, episode_rowid) "
+                "DO UPDATE SET vector = EXCLUDED.vector, scale = EXCLUDED.scale, ns_id = EXCLUDED.ns_id"
             )
-            data = [(rowid, model_id, ns, _floats(blob)) for rowid, ns, blob in items]
+            data = [(rowid, model_id, ns, q, scale)
+                    for (rowid, ns, _blob), (q, scale) in zip(items, packed, strict=True)]
         self.conn.cursor().executemany(sql, data)
 
 
@@ -136,9 +145,6 @@ class PgEpisodeStoreMixin(BaseEpisodeStore):
         from contextlib import AbstractContextManager
 
         def _conn(self) -> AbstractContextManager[Any]: ...
-
-    def _vector_bytes(self, stored: Any) -> bytes:
-        return array("f", stored).tobytes()
 
     def after_erasure(self, kind: str) -> None:
         """``ANALYZE`` the tables the erasure touched: the planner's

@@ -12,5 +12,5 @@ __all__ = ["PgHealthMixin"]
 
 
 class PgHealthMixin(HealthMixin):
-    health_sql: ClassVar[HealthSQL] = HealthSQL(POSTGRES, "cardinality(v.vector) <> m.dim")
+    health_sql: ClassVar[HealthSQL] = HealthSQL(POSTGRES, "octet_length(v.vector) <> m.dim")
     migrations_folder: ClassVar[str] = "postgres"

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import logging
 import re
+from array import array
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
+from ...core.quantize import dequantize
 from ...core.time import Clock, to_us
 from ...errors import MissingExtraError, SchemaVersionError, StoreError, StoreUnavailableError
-from ..migrations import load_migrations
+from ..migrations import Int8Row, load_migrations, requantize_vectors, split_steps
 
 __all__ = ["connect", "connection_kwargs", "connection_lost", "import_psycopg", "migrate", "split_params",
            "split_schema"]
@@ -171,7 +173,11 @@ def migrate(conn: Any, schema: str | None, clock: Clock, psycopg: Any) -> bool:
             _ensure_extension(conn, "btree_gist", "postgresql-contrib")
             for number, name, sql in pending:
                 log.info("applying migration %s", name)
-                conn.execute(sql)
+                for step, piece in split_steps(sql):
+                    if step is not None:
+                        _STEPS[step](conn)
+                    else:
+                        conn.execute(piece)
                 conn.execute(
                     "INSERT INTO schema_migrations (version, name, applied_at) VALUES (%s, %s, %s)",
                     (number, name, to_us(clock())),
@@ -206,13 +212,13 @@ def _add_pgvector(conn: Any, psycopg: Any) -> None:
     """Where the server has pgvector, keep each vector also as ``vector``
     (indexed per model with HNSW) for SQL users; results never depend on it."""
     if not conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone():
-        log.info("pgvector is not available: vectors are stored as real[] only")
+        log.info("pgvector is not available: vectors are stored as int8 only")
         return
     try:
         with conn.transaction():  # a savepoint: lacking the privilege is not an error
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
             conn.execute("ALTER TABLE episode_vectors ADD COLUMN IF NOT EXISTS embedding public.vector")
-            conn.execute("UPDATE episode_vectors SET embedding = vector::public.vector WHERE embedding IS NULL")
+            _fill_pgvector(conn)
             for model_id, dim in conn.execute("SELECT id, dim FROM embedding_models").fetchall():
                 conn.execute(
                     f"CREATE INDEX IF NOT EXISTS episode_vectors_hnsw_{int(model_id)} ON episode_vectors "
@@ -220,7 +226,43 @@ def _add_pgvector(conn: Any, psycopg: Any) -> None:
                     f"WHERE model_id = {int(model_id)}"
                 )
     except psycopg.Error as exc:
-        log.warning("pgvector not enabled (%s): vectors are stored as real[] only", exc.diag.message_primary)
+        log.warning("pgvector not enabled (%s): vectors are stored as int8 only", exc.diag.message_primary)
+
+def _fill_pgvector(conn: Any) -> None:
+    """The ``embedding`` of the rows that have none (a store that gains
+    pgvector after writing vectors), from the stored int8 vectors."""
+    while True:
+        rows = conn.execute("SELECT model_id, episode_rowid, vector, scale FROM episode_vectors "
+                            "WHERE embedding IS NULL LIMIT 5000").fetchall()
+        if not rows:
+            return
+        conn.cursor().executemany(
+            "UPDATE episode_vectors SET embedding = %s::real[]::public.vector "
+            "WHERE model_id = %s AND episode_rowid = %s",
+            [(array("f", dequantize(bytes(q), float(s))).tolist(), m, r) for m, r, q, s in rows])
+
+
+def _int8_vectors(conn: Any) -> None:
+    """Migration 0009's step: each ``real[]`` vector into ``vector_int8`` as
+    int8 bytes and a scale."""
+    def read(model_id: int, rowid: int, limit: int) -> list[tuple[int, int, int, bytes]]:
+        return [(int(m), int(r), int(ns), array("f", v).tobytes()) for m, r, ns, v in conn.execute(
+            "SELECT model_id, episode_rowid, ns_id, vector FROM episode_vectors "
+            "WHERE (model_id, episode_rowid) > (%s, %s) ORDER BY model_id, episode_rowid LIMIT %s",
+            (model_id, rowid, limit)).fetchall()]
+
+    def write(rows: list[Int8Row]) -> None:
+        conn.cursor().executemany(
+            "UPDATE episode_vectors SET vector_int8 = %s, scale = %s WHERE model_id = %s AND episode_rowid = %s",
+            [(q, scale, m, r) for m, r, _ns, q, scale in rows])
+
+    n = requantize_vectors(read, write)
+    log.info("migration 0009: %d vectors stored as int8", n)
+
+
+# the Python steps migrations name (``-- step: NAME``, see chronomem.store.migrations)
+_STEPS = {"int8_vectors": _int8_vectors}
+
 
 def _ensure_extension(conn: Any, name: str, package: str) -> None:
     if conn.execute("SELECT 1 FROM pg_extension WHERE extname = %s", (name,)).fetchone():

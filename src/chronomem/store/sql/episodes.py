@@ -9,7 +9,7 @@ episode reads, run through the store's ``_fetch`` (see
 :class:`~chronomem.store.sql.reads.RowReadsMixin`), binding lists of values
 as the dialect does. What really differs — the lexical index (FTS5 ``bm25``
 against ``tsvector``/``ts_rank_cd``) and its common-term counts, how vectors
-are stored (BLOBs against ``real[]``/pgvector) — stays in
+are written (pgvector's extra column) — stays in
 :mod:`chronomem.store.sqlite.episodes` and
 :mod:`chronomem.store.postgres.episodes`.
 """
@@ -144,7 +144,7 @@ class EpisodeSQL:
             f"WHERE ns_id = {ph} AND model_id = {ph}"
         )
         self.load_vectors = (
-            "SELECT v.episode_rowid, v.vector, e.recorded_at, e.occurred_at, e.session "
+            "SELECT v.episode_rowid, v.vector, v.scale, e.recorded_at, e.occurred_at, e.session "
             "FROM episode_vectors v JOIN episodes e ON e.rowid = v.episode_rowid "
             f"WHERE v.ns_id = {ph} AND v.model_id = {ph} AND v.episode_rowid > {ph} "
             f"ORDER BY v.episode_rowid LIMIT {ph}"
@@ -321,10 +321,6 @@ class BaseEpisodeStore(ABC):
         """Every row of each ``(sql, params)``, run one after the other on one
         connection (as ``RowReadsMixin._fetch``)."""
 
-    @abstractmethod
-    def _vector_bytes(self, stored: Any) -> bytes:
-        """A stored vector as float32 bytes."""
-
     def _in(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
         """The condition that ``column`` is one of ``values``, and its parameters."""
         params: list[Any] = []
@@ -430,10 +426,11 @@ class BaseEpisodeStore(ABC):
         return int(rows[0][0]), int(rows[0][1])
 
     def load_vectors(self, ns_id: int, model_id: int, after_rowid: int,
-                     limit: int) -> list[tuple[int, bytes, int, int | None, str | None]]:
-        """``(rowid, float32 bytes, recorded_at, occurred_at, session)`` by rowid."""
+                     limit: int) -> list[tuple[int, bytes, float, int, int | None, str | None]]:
+        """``(rowid, int8 bytes, scale, recorded_at, occurred_at, session)`` by
+        rowid: vectors as stored (:mod:`chronomem.core.quantize`)."""
         (rows,) = self._fetch((self.ep_sql.load_vectors, (ns_id, model_id, after_rowid, limit)))
-        return [(int(r[0]), self._vector_bytes(r[1]), int(r[2]), r[3], r[4]) for r in rows]
+        return [(int(r[0]), bytes(r[1]), float(r[2]), int(r[3]), r[4], r[5]) for r in rows]
 
     # -- imports -----------------------------------------------------------------------
     def import_keys(self, ns_id: int, keys: Sequence[str]) -> dict[str, tuple[str, str]]:

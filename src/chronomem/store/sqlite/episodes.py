@@ -11,8 +11,9 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-from typing import Any, Sequence
+from typing import Sequence
 
+from ...core.quantize import quantize
 from ...errors import InvalidInputError
 from ..protocol import EpisodeFilter
 from ..sql.dialect import SQLITE
@@ -63,10 +64,13 @@ class EpisodeTxMixin(BaseEpisodeTx):
         self.con.execute("INSERT INTO episodes_fts (episodes_fts) VALUES ('optimize')")
 
     def put_episode_vectors(self, model_id: int, items: Sequence[tuple[int, int, bytes]]) -> None:
-        """``items`` are ``(episode_rowid, ns_id, float32 bytes)``."""
+        """``items`` are ``(episode_rowid, ns_id, float32 bytes)``, stored as
+        int8 bytes and a scale (:mod:`chronomem.core.quantize`)."""
+        packed = quantize([blob for _rowid, _ns, blob in items])
         self.con.executemany(
-            "INSERT OR REPLACE INTO episode_vectors (episode_rowid, model_id, ns_id, vector) VALUES (?,?,?,?)",
-            [(rowid, model_id, ns, blob) for rowid, ns, blob in items],
+            "INSERT OR REPLACE INTO episode_vectors (episode_rowid, model_id, ns_id, vector, scale) "
+            "VALUES (?,?,?,?,?)",
+            [(rowid, model_id, ns, q, scale) for (rowid, ns, _blob), (q, scale) in zip(items, packed, strict=True)],
         )
 
 
@@ -80,9 +84,6 @@ class EpisodeStoreMixin(BaseEpisodeStore):
     _df_cache: dict[str, tuple[int, int]]
     path: str
     _busy_ms: int
-
-    def _vector_bytes(self, stored: Any) -> bytes:
-        return bytes(stored)
 
     def after_erasure(self, kind: str) -> None:
         """After any erasure (episode, fact or entity; it lives here beside

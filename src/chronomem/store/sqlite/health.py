@@ -12,7 +12,7 @@ __all__ = ["SQLiteHealthMixin"]
 
 
 class SQLiteHealthMixin(HealthMixin):
-    health_sql: ClassVar[HealthSQL] = HealthSQL(SQLITE, "length(v.vector) <> 4 * m.dim")
+    health_sql: ClassVar[HealthSQL] = HealthSQL(SQLITE, "length(v.vector) <> m.dim")
     migrations_folder: ClassVar[str] = "sqlite"
 
     def _integrity(self) -> tuple[str, ...] | None:

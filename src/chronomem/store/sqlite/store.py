@@ -26,7 +26,7 @@ from typing import Any, Iterator, Sequence
 from ...core.time import MAX_US, Clock, SystemClock, from_us, peek_clock, to_us
 from ...errors import InvalidInputError, SchemaVersionError, StoreError, StoreLockedError
 from .. import fork as _fork
-from ..migrations import load_migrations
+from ..migrations import Int8Row, load_migrations, requantize_vectors, split_steps
 from ..names import NameCache
 from ..protocol import Capabilities
 from ..sql.dialect import SQLITE
@@ -54,6 +54,27 @@ _WARM_MAX = 500_000
 # a store with at most this many entities loads all display names at the
 # first miss (a few milliseconds; spares the next reads a lookup each)
 _WARM_SMALL = 20_000
+
+
+def _int8_vectors(con: sqlite3.Connection) -> None:
+    """Migration 0009's step: the float32 BLOBs of ``episode_vectors`` into
+    ``episode_vectors_int8`` as int8 bytes and a scale."""
+    def read(model_id: int, rowid: int, limit: int) -> list[tuple[int, int, int, bytes]]:
+        return [(int(m), int(r), int(ns), bytes(v)) for m, r, ns, v in con.execute(
+            "SELECT model_id, episode_rowid, ns_id, vector FROM episode_vectors "
+            "WHERE (model_id, episode_rowid) > (?, ?) ORDER BY model_id, episode_rowid LIMIT ?",
+            (model_id, rowid, limit))]
+
+    def write(rows: list[Int8Row]) -> None:
+        con.executemany("INSERT INTO episode_vectors_int8 (model_id, episode_rowid, ns_id, vector, scale) "
+                        "VALUES (?, ?, ?, ?, ?)", rows)
+
+    n = requantize_vectors(read, write)
+    log.info("migration 0009: %d vectors stored as int8", n)
+
+
+# the Python steps migrations name (``-- step: NAME``, see chronomem.store.migrations)
+_STEPS = {"int8_vectors": _int8_vectors}
 
 
 def _drop(owned: list[Any]) -> None:
@@ -237,8 +258,12 @@ class SQLiteStore(FactReadsMixin, NameReadsMixin, RowReadsMixin, EpisodeStoreMix
                 done = self._applied() or set()
                 for number, name, sql in self._pending(done, migrations, latest):
                     log.info("applying migration %s", name)
-                    for statement in _split_sql(sql):
-                        con.execute(statement)
+                    for step, piece in split_steps(sql):
+                        if step is not None:
+                            _STEPS[step](con)
+                            continue
+                        for statement in _split_sql(piece):
+                            con.execute(statement)
                     con.execute(
                         "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?,?,?)",
                         (number, name, to_us(self._clock())),
