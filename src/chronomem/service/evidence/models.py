@@ -211,14 +211,15 @@ class SearchConfig:
       a turn of the conversation that matches the question as a whole
       outranks an equally good turn of one that does not. The order inside a
       session never changes. 0 switches it off.
-    * ``ranker``: ``"fusion"`` (default) ranks by the additive score above;
-      ``"learned"`` (the ``learned`` preset) reorders the pool (the union of
-      the two lists) by the shipped logistic-regression ranker over the
-      candidates' features (``docs/evidence.md``, "The learned ranker"). It
-      applies to relative fusion of both lists with vectors of the embedder
+    * ``ranker``: ``"learned"`` (default) reorders the pool (the union of the
+      two lists) by the shipped logistic-regression ranker over the
+      candidates' features (``docs/evidence.md``, "The learned ranker"): it
+      beat the additive score in leave-one-conversation-out cross-validation.
+      It applies to relative fusion of both lists with vectors of the embedder
       it was fitted on (MiniLM); any other search (no vectors, one list,
       ``rrf``, another embedder) ranks by the additive score, as it does (with
-      one logged error) if the model file fails its checks.
+      one logged error) if the model file fails its checks. ``"fusion"``
+      always ranks by the additive score above (the ``fusion`` preset).
     """
 
     fusion: Literal["relative", "rrf"] = "relative"
@@ -240,7 +241,7 @@ class SearchConfig:
     session_weight: float = 0.8
     session_top: int = 1
     mentioned: bool = True
-    ranker: Literal["fusion", "learned"] = "fusion"
+    ranker: Literal["fusion", "learned"] = "learned"
 
     PRESETS = ("hybrid", "lexical", "dense", "recent", "rrf", "fusion", "learned")
 
@@ -265,9 +266,9 @@ class SearchConfig:
         """``hybrid`` (default), ``lexical`` (BM25 only), ``dense`` (vectors
         only), ``recent`` (hybrid plus a strong time-proximity term) or
         ``rrf`` (hybrid with reciprocal-rank fusion, an earlier default),
-        ``fusion`` (hybrid ranked by the additive score alone, as ``hybrid``
-        is) or ``learned`` (hybrid reordered by the learned ranker where it
-        applies)."""
+        ``fusion`` (hybrid ranked by the additive score alone, the default
+        before the learned ranker) or ``learned`` (the same as ``hybrid``:
+        the learned ranker where it applies)."""
         base = cls()
         if name == "hybrid":
             return base
