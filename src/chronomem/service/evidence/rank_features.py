@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Sequence
 
 from .lexical import STOPWORDS, cjk_bigrams
@@ -118,13 +119,15 @@ _N = len(FEATURE_NAMES)
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
-def _terms(text: str) -> set[str]:
+@lru_cache(maxsize=16_384)
+def _terms(text: str) -> frozenset[str]:
     """The lower-cased words of ``text`` (split at apostrophes, bigrams for
-    unsegmented scripts): the question's and the candidates' alike."""
+    unsegmented scripts): the question's and the candidates' alike (cached:
+    the same turns come back search after search)."""
     text = text.lower()
     if not text.isascii():
         text = cjk_bigrams(text.replace("’", "'"))
-    return set(_WORD.findall(text))
+    return frozenset(_WORD.findall(text))
 
 
 def features(query: str, pool: Sequence[Candidate]) -> list[list[float]]:
@@ -151,7 +154,7 @@ def features(query: str, pool: Sequence[Candidate]) -> list[list[float]]:
     fused_rank = {c.key: i + 1 for i, c in enumerate(sorted(pool, key=lambda c: (-c.fused, c.key)))}
 
     # speakers of the pool the question names
-    spk_terms = {s: _terms(s) for s in {c.speaker for c in pool if c.speaker}}
+    spk_terms: dict[str, frozenset[str]] = {s: _terms(s) for s in {c.speaker for c in pool if c.speaker}}
     named = {s for s, t in spk_terms.items() if t & qwords}
     named_best = max((c.base for c in pool if c.speaker in named), default=0.0)
     named_rel = named_best / base_top if base_top > 0 else 0.0
@@ -176,7 +179,7 @@ def features(query: str, pool: Sequence[Candidate]) -> list[list[float]]:
 
     rows: list[list[float]] = []
     for i, c in enumerate(pool):
-        own = words[i] | (spk_terms.get(c.speaker, set()) if c.speaker else set())
+        own = words[i] | spk_terms[c.speaker] if c.speaker else words[i]
         cover = len(qcontent & own) / qn if qn else 0.0
         nbr_best = 0.0
         nbr_n = 0

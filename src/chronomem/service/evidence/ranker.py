@@ -20,6 +20,7 @@ import re
 import threading
 from dataclasses import dataclass, field
 from importlib import resources
+from operator import mul
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -56,8 +57,13 @@ class LearnedRanker:
 
     def scores(self, rows: Sequence[Sequence[float]]) -> list[float]:
         """The logit of each feature row (higher ranks first)."""
-        w, b = self._w, self._b
-        return [b + sum(wi * x for wi, x in zip(w, row, strict=True)) for row in rows]
+        w, b, n = self._w, self._b, len(self._w)
+        out = []
+        for row in rows:
+            if len(row) != n:
+                raise ValueError(f"a feature row has {len(row)} values, not {n}")
+            out.append(b + sum(map(mul, w, row)))
+        return out
 
 
 def _content_digest(doc: dict[str, Any]) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -76,6 +77,8 @@ class _Pooled:
 
 
 _WARNED: list[str] = []
+#: caption-like metadata keys (the ones the lexical index's context column reads)
+_CONTEXT_KEY = re.compile('"(?:' + "|".join(map(re.escape, _METADATA_TEXT_KEYS)) + ')"')
 
 
 def _learned_model(embedder: str | None) -> LearnedRanker | None:
@@ -327,13 +330,12 @@ class Search:
             for rowid in base:
                 rec = recs[rowid]
                 lr, dr = lex.get(rowid), den.get(rowid)
-                md = rec.metadata or ""
                 cands.append(Candidate(
                     key=rowid, text=rec.text, speaker=rec.speaker, session=rec.session,
                     lex_rank=lr[0] if lr else None, lex_score=lr[1] if lr else None,
                     dense_rank=dr[0] if dr else None, dense_score=dr[1] if dr else None,
                     base=base[rowid], fused=final[rowid], time_overlap=rowid in overlap,
-                    has_time=rowid in with_time, has_context=any(f'"{key}"' in md for key in _METADATA_TEXT_KEYS),
+                    has_time=rowid in with_time, has_context=bool(rec.metadata and _CONTEXT_KEY.search(rec.metadata)),
                 ))
         return _Pooled(recs, bonus, base, final, times, cands)
 
