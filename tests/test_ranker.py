@@ -327,6 +327,18 @@ def test_train_ranker_command(tmp_path: Path) -> None:
     assert r.exit_code == 0 and "out-of-fold" in r.output and "differs from the shipped model" in r.output
 
 
+def test_eval_locomo_ranker_option(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from chronomem.adapters.cli import main
+
+    for ranker in ("fusion", "learned"):
+        r = CliRunner().invoke(main, ["--db", str(tmp_path / "x.db"), "eval", "locomo", str(FIXTURE), "--view",
+                                      "as_world", "--ranker", ranker, "--out", str(tmp_path / ranker), "--json"])
+        assert r.exit_code == 0, r.output
+        assert json.loads(r.output)["config"]["ranker"] == ranker
+
+
 def regenerate() -> None:  # pragma: no cover - run by hand: cd tests && python test_ranker.py
     import tempfile
 

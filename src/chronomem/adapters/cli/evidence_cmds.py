@@ -222,7 +222,7 @@ def eval_locomo_cmd(path: Path, out: Path, store: Path | None, conversations: in
     from an earlier run is reused (no re-embedding)."""
     from ..eval import run_locomo
 
-    config = SearchConfig(ranker="learned") if ranker == "learned" else None
+    config = SearchConfig(ranker="learned" if ranker == "learned" else "fusion") if ranker else None
     _eval_run(store, lambda open_memory: run_locomo(
         open_memory, path, out_dir=out, views=views or ("as_world", "as_recorded", "raw"),
         limit_conversations=conversations, progress=_eval_progress, config=config, diagnostics=diagnostics))
