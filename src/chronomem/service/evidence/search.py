@@ -96,6 +96,21 @@ def _learned_model(embedder: str | None) -> LearnedRanker | None:
     return model if embedder is not None and embedder == model.meta["training"].get("embedder") else None
 
 
+def _checked(query: str, view: str, config: SearchConfig | str | None, k: int | None = None) -> SearchConfig:
+    """Check a search's query, ``k`` and view; its configuration (a preset name resolved)."""
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidInputError("search query must be a non-empty string")
+    check_text(query, "search query", MAX_QUERY_CHARS)
+    if k is not None:
+        check_count(k, "k", 1, MAX_K)
+    if view not in VIEWS:
+        raise InvalidInputError(f"unknown view {view!r}; expected one of {', '.join(VIEWS)}")
+    cfg = SearchConfig.preset(config) if isinstance(config, str) else (config or SearchConfig())
+    if not isinstance(cfg, SearchConfig):
+        raise InvalidInputError("config must be a SearchConfig or a preset name")
+    return cfg
+
+
 class Search:
     """Search of one namespace's episodes."""
 
@@ -136,15 +151,7 @@ class Search:
         and facts recorded by then. ``at`` defaults to now. ``since``/``until``
         bound ``occurred_at``. ``config`` is a :class:`SearchConfig` or a
         preset name."""
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidInputError("search query must be a non-empty string")
-        check_text(query, "search query", MAX_QUERY_CHARS)
-        check_count(k, "k", 1, MAX_K)
-        if view not in VIEWS:
-            raise InvalidInputError(f"unknown view {view!r}; expected one of {', '.join(VIEWS)}")
-        cfg = SearchConfig.preset(config) if isinstance(config, str) else (config or SearchConfig())
-        if not isinstance(cfg, SearchConfig):
-            raise InvalidInputError("config must be a SearchConfig or a preset name")
+        cfg = _checked(query, view, config, k)
         lexical, dense, at_us, known_us, emb_name = self._retrieve(query, k, view, at, known_at, session, since,
                                                                    until, cfg)
         return self._fuse(query, lexical, dense, cfg, at_us, known_us, k, view, emb_name)
@@ -162,12 +169,7 @@ class Search:
         signals :func:`~.rank_features.features` reads, in today's fusion
         order: ``(episode id, candidate)``. For training and diagnosing the
         learned ranker (``chronomem eval train-ranker``)."""
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidInputError("search query must be a non-empty string")
-        check_text(query, "search query", MAX_QUERY_CHARS)
-        if view not in VIEWS:
-            raise InvalidInputError(f"unknown view {view!r}; expected one of {', '.join(VIEWS)}")
-        cfg = SearchConfig.preset(config) if isinstance(config, str) else (config or SearchConfig())
+        cfg = _checked(query, view, config)
         lexical, dense, at_us, _known, _emb = self._retrieve(query, 1, view, at, None, None, None, None, cfg)
         got = self._pool(query, lexical, dense, cfg, at_us, want_candidates=True)
         if got is None:
