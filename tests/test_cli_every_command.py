@@ -32,6 +32,7 @@ NOT_RUN = {
     "serve": "serves until Ctrl-C (tests/test_web_api.py runs it)",
     "eval locomo": "needs the LoCoMo data set (tests/test_eval.py)",
     "eval longmemeval": "needs a LongMemEval file (tests/test_eval.py)",
+    "eval train-ranker": "needs a LoCoMo-format file (tests/test_ranker.py runs it on its fixture)",
     "ingest": "rewritten separately; tests/test_import_*.py run it",
     "watch": "follows files until Ctrl-C (tests/test_hooks.py runs --once)",
 }

@@ -207,3 +207,36 @@ def test_real_locomo_first_conversation(tmp_path: Path, embedder: Any) -> None:
     hybrid = rows[("hybrid", "turn", "all")]["recall@10"]
     assert hybrid > rows[("lexical", "turn", "all")]["recall@10"]
     assert hybrid > rows[("dense", "turn", "all")]["recall@10"]
+
+
+def test_locomo_conventions_headline_pool_and_diagnostics(tmp_path: Path, embedder: Any) -> None:
+    """recall (mean share), recall_any and recall_all @1..50, the categories
+    1-4 headline row, the pool's recall and the per-question diagnostics; a
+    store kept from a first run is reused by a second (same figures)."""
+    src = tmp_path / "tiny_locomo.json"
+    src.write_text(json.dumps(LOCOMO), encoding="utf-8")
+    store = tmp_path / "kept.db"
+    res = run_locomo(_opener(store), src, views=("as_world",), diagnostics=tmp_path / "diag")
+    rows = {(r["mode"], r["level"], r["category"]): r for r in res.summary["rows"]}
+    head = rows[("hybrid", "turn", "1-4")]
+    assert head["n"] == 4 and rows[("hybrid", "turn", "all")]["n"] == 4
+    for k in (1, 5, 10, 20, 50):
+        assert head[f"recall_all@{k}"] <= head[f"recall@{k}"] <= head[f"recall_any@{k}"]
+    assert head["recall_any@10"] == head["hit@10"] and head["recall_all@50"] == 1.0
+    assert head["pool_recall@50"] == head["pool_recall"] == 1.0
+    assert "pool_recall" not in rows[("lexical", "turn", "1-4")]  # the pool is the hybrid search's
+    lines = [json.loads(x) for x in (tmp_path / "diag" / "questions.jsonl").read_text().splitlines()]
+    assert len(lines) == 4
+    marathon = next(x for x in lines if x["question"].startswith("Which city"))
+    assert set(marathon["rank"]) == set(marathon["pool_rank"]) == {"D1:4", "D2:1"}
+    assert all(isinstance(r, int) for r in marathon["rank"].values())
+    assert set(marathon["features"]) == {"D1:4", "D2:1"} and "spk_named" in marathon["features"]["D1:4"]
+    again = run_locomo(_opener(store), src, views=("as_world",))
+    assert again.summary["timings"]["episodes"] == 7
+    assert again.summary["rows"] == res.summary["rows"]
+    # a store holding something else is refused, not mixed in
+    other = dict(LOCOMO[0], conversation={**LOCOMO[0]["conversation"], "session_2": []})
+    src2 = tmp_path / "other.json"
+    src2.write_text(json.dumps([other]), encoding="utf-8")
+    with pytest.raises(chronomem.InvalidInputError, match="fresh --store"):
+        run_locomo(_opener(store), src2, views=("as_world",))

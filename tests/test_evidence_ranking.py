@@ -26,7 +26,7 @@ def _texts(hits: Sequence[Any]) -> list[str]:
     return [h.episode.text for h in hits]
 
 
-@pytest.mark.parametrize("preset", ["hybrid", "rrf"])
+@pytest.mark.parametrize("preset", ["fusion", "rrf"])  # the additive score (the default reorders it: test_ranker.py)
 def test_session_propagation_lifts_turns_of_the_matching_conversation(mem: Memory, preset: str) -> None:
     # "music" matches the question as a whole; "work" has one turn matching part of it
     mem.add_episodes([

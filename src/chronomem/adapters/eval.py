@@ -5,7 +5,14 @@ one second per turn so order is kept; image captions go to metadata), one
 namespace per conversation. For every question with gold evidence (dialog ids
 such as ``D1:3``) the search runs in each mode (lexical, dense, hybrid) and
 view, and recall@k, hit@k and nDCG@k are computed for k = 1, 5, 10 at turn
-level and at session level, overall and per category.
+level and at session level, overall, per category and for categories 1-4
+(the headline, ``category`` ``"1-4"``; adversarial stays apart):
+``recall@k`` (the mean share of a question's gold turns in the top k),
+``recall_any@k`` (at least one), ``recall_all@k`` (every one) for
+k = 1, 5, 10, 20, 50, ``hit@k`` (= ``recall_any@k``) and nDCG@k for k = 1, 5,
+10, and ``pool_recall@50`` / ``pool_recall``: the share of the gold turns in
+the union of the lexical and dense top 50 (the pool a ranker sorts) and in the
+whole pool (``SearchConfig.pool`` per list), the ceiling of any reordering.
 
 LongMemEval: each item's haystack sessions are ingested into their own
 namespace (``occurred_at`` from ``haystack_dates``); the question's
@@ -28,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from ..errors import InvalidInputError
 from ..service.evidence import Embedder, Kind, SearchConfig
+from ..service.evidence.rank_features import FEATURE_NAMES, Candidate, features
 from ..service.ingest.formats.locomo import load_locomo, locomo_episodes, parse_locomo_date
 from ..service.ingest.formats.longmemeval import lme_date
 
@@ -40,6 +48,8 @@ log = logging.getLogger("chronomem.evidence.eval")
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 KS = (1, 5, 10)
+RECALL_KS = (1, 5, 10, 20, 50)
+HEADLINE = "1-4"  # the categories 1-4 together (adversarial apart)
 MODES = ("lexical", "dense", "hybrid")
 _DIA = re.compile(r"D(\d+):(\d+)")
 
@@ -94,6 +104,12 @@ def _gold_turns(evidence: Iterable[Any]) -> list[str]:
 
 def _metrics(ranked: Sequence[str], gold: set[str]) -> dict[str, float]:
     out: dict[str, float] = {}
+    for k in RECALL_KS:
+        found = len(gold.intersection(ranked[:k]))
+        out[f"recall_any@{k}"] = 1.0 if found else 0.0
+        out[f"recall_all@{k}"] = 1.0 if found == len(gold) else 0.0
+        if k not in KS:
+            out[f"recall@{k}"] = found / len(gold)
     for k in KS:
         top = list(ranked[:k])
         found = len(gold.intersection(top))
@@ -118,19 +134,27 @@ def _dedup(items: Iterable[str]) -> list[str]:
 def _aggregate(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     groups: dict[tuple[str, str, str, str], list[dict[str, float]]] = {}
     for r in records:
-        for cat in ("all", r["category"]):
+        cats = ("all", r["category"]) if r["category"] == CATEGORIES[5] else ("all", HEADLINE, r["category"])
+        for cat in cats:
             groups.setdefault((r["view"], r["mode"], r["level"], cat), []).append(r["metrics"])
     rows = []
-    order = {"all": 0, **{name: i + 1 for i, name in enumerate(CATEGORIES.values())}}
+    order = {"all": 0, HEADLINE: 1, **{name: i + 2 for i, name in enumerate(CATEGORIES.values())}}
     for (view, mode, level, cat), ms in sorted(
         groups.items(), key=lambda kv: (kv[0][0], MODES.index(kv[0][1]) if kv[0][1] in MODES else 9, kv[0][2],
                                         order.get(kv[0][3], 99), kv[0][3])
     ):
         row: dict[str, Any] = {"view": view, "mode": mode, "level": level, "category": cat, "n": len(ms)}
-        for key in ms[0]:
-            row[key] = round(sum(m[key] for m in ms) / len(ms), 4)
+        for key in sorted({key for m in ms for key in m}, key=_key_order):
+            have = [m[key] for m in ms if key in m]
+            row[key] = round(sum(have) / len(have), 4)
         rows.append(row)
     return rows
+
+
+def _key_order(key: str) -> tuple[int, int, str]:
+    name, _, k = key.partition("@")
+    kinds = ("recall", "recall_any", "recall_all", "hit", "ndcg", "pool_recall")
+    return (kinds.index(name) if name in kinds else 99, int(k) if k.isdigit() else 999, key)
 
 
 def _configs(base: SearchConfig | None) -> dict[str, SearchConfig]:
@@ -152,9 +176,15 @@ def run_locomo(
     config: SearchConfig | None = None,
     limit_conversations: int | None = None,
     progress: Callable[[str], None] | None = None,
+    diagnostics: str | Path | None = None,
 ) -> EvalResult:
     """Ingest a LoCoMo file and score retrieval. ``open_memory(namespace)``
-    returns a memory on a fresh namespace (one per conversation)."""
+    returns a memory on a fresh namespace (one per conversation), or one that
+    already holds exactly that conversation's turns (a store kept from an
+    earlier run: reused, see :func:`ingest_conversation`). ``diagnostics``: a
+    folder for ``questions.jsonl``, one line per question of the first view's
+    hybrid search (gold turns' ranks in the result and in the pool, and the
+    learned ranker's features of each gold turn)."""
     data = load_locomo(path)
     if limit_conversations is not None:
         data = data[:limit_conversations]
@@ -164,6 +194,7 @@ def run_locomo(
     misses: list[str] = ["sample\tq\tcategory\tquestion\tgold\tmissing\tmissing_text\ttop3"]
     timings = {"ingest_s": 0.0, "search_s": 0.0, "episodes": 0, "questions": 0, "searches": 0}
     embedder_name: str | None = None
+    diag: list[str] | None = [] if diagnostics is not None else None
     for conv in data:
         sample = str(conv.get("sample_id") or f"conv{len(records)}")
         mem = open_memory(f"locomo:{sample}")
@@ -173,10 +204,11 @@ def run_locomo(
             mem.use_embedder(QueryCache(emb))
         eps = locomo_episodes(conv)
         t0 = time.perf_counter()
-        ids = mem.add_episodes(eps)
+        ids = ingest_conversation(mem, eps)
         timings["ingest_s"] += time.perf_counter() - t0
         timings["episodes"] += len(ids)
         by_id = {ep_id: ep for ep_id, ep in zip(ids, eps, strict=True)}
+        dia_of = {ep_id: str(ep["metadata"]["dia_id"]) for ep_id, ep in by_id.items()}
         text_of = {ep["metadata"]["dia_id"]: ep["text"] for ep in eps}
         if progress:
             progress(f"{sample}: {len(ids)} turns ingested")
@@ -203,6 +235,15 @@ def run_locomo(
                     turn_m = _metrics(ranked, gold_set)
                     sess_ranked = _dedup(r.split(":")[0] for r in ranked)
                     sess_m = _metrics(sess_ranked, gold_sessions)
+                    if view == views[0] and mode == "hybrid":
+                        pool = question_pool(mem, question, view, cfgs[mode])
+                        pool_dias = [dia_of.get(ep_id, "") for ep_id, _c in pool]
+                        top50 = {d for d, (_e, c) in zip(pool_dias, pool, strict=True)
+                                 if (c.lex_rank or 999) <= 50 or (c.dense_rank or 999) <= 50}
+                        turn_m["pool_recall@50"] = len(gold_set & top50) / len(gold_set)
+                        turn_m["pool_recall"] = len(gold_set & set(pool_dias)) / len(gold_set)
+                        if diag is not None:
+                            diag.append(_diagnostic(sample, qi, cat, question, gold, ranked, pool, pool_dias))
                     base = {"sample": sample, "q": qi, "view": view, "mode": mode, "category": cat}
                     records.append({**base, "level": "turn", "metrics": turn_m})
                     records.append({**base, "level": "session", "metrics": sess_m})
@@ -224,7 +265,61 @@ def run_locomo(
         "embedder": embedder_name, "config": (config or SearchConfig()).to_dict(), "rows": _aggregate(records),
     }
     out = _write(out_dir, summary, candidates, misses)
+    if diagnostics is not None and diag is not None:
+        folder = Path(diagnostics)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "questions.jsonl").write_text("".join(line + "\n" for line in diag), encoding="utf-8")
     return EvalResult(summary, out)
+
+
+def ingest_conversation(mem: "Memory", eps: list[dict[str, Any]]) -> list[str]:
+    """Add a conversation's episodes to an empty namespace, or reuse the
+    namespace's episodes when it already holds exactly these turns (same
+    count, every ``dia_id``) with vectors of the embedder in use: an
+    evaluation store built once (``--store``) is read again without
+    re-embedding. The ids come back in ``eps``'s order."""
+    stats = mem.evidence_stats()
+    if not stats["episodes"]:
+        return mem.add_episodes(eps)
+    if stats["episodes"] != len(eps):
+        raise InvalidInputError(f"namespace {mem.namespace!r} holds {stats['episodes']} episodes, not this "
+                                f"conversation's {len(eps)}: use a fresh --store")
+    emb = mem.embedder
+    if emb is not None and stats["models"].get(emb.name, {}).get("vectors", 0) != len(eps):
+        raise InvalidInputError(f"namespace {mem.namespace!r} lacks {emb.name} vectors: use a fresh --store")
+    by_dia: dict[str, str] = {}
+    offset = 0
+    while True:
+        page = mem.episodes(limit=1000, offset=offset)
+        if not page:
+            break
+        for ep in page:
+            by_dia[str(ep.metadata.get("dia_id"))] = ep.id
+        offset += len(page)
+    try:
+        return [by_dia[str(ep["metadata"]["dia_id"])] for ep in eps]
+    except KeyError as exc:
+        raise InvalidInputError(f"namespace {mem.namespace!r} holds other turns (no {exc}): use a fresh --store") \
+            from None
+
+
+def question_pool(mem: "Memory", question: str, view: str, config: SearchConfig) -> list[tuple[str, Candidate]]:
+    """The pool the search ranks for ``question`` (episode id, candidate), in
+    today's fusion order (:meth:`~chronomem.service.evidence.search.Search.search_pool`)."""
+    return mem._search.search_pool(question, view=view, config=config)
+
+
+def _diagnostic(sample: str, qi: int, cat: str, question: str, gold: list[str], ranked: list[str],
+                pool: list[tuple[str, Candidate]], pool_dias: list[str]) -> str:
+    rows = features(question, [c for _e, c in pool])
+    gold_rows = {d: dict(zip(FEATURE_NAMES, (round(x, 5) for x in rows[i]), strict=True))
+                 for i, d in enumerate(pool_dias) if d in gold}
+    return json.dumps({
+        "sample": sample, "q": qi, "category": cat, "question": question, "gold": gold,
+        "rank": {g: ranked.index(g) + 1 if g in ranked else None for g in gold},
+        "pool_rank": {g: pool_dias.index(g) + 1 if g in pool_dias else None for g in gold},
+        "pool_size": len(pool), "features": gold_rows,
+    }, sort_keys=True)
 
 
 def _tsv(text: str) -> str:

@@ -206,15 +206,85 @@ def _eval_inputs(default_out: str) -> Callable[[_F], _F]:
 @click.option("--conversations", type=click.IntRange(min=1), help="Only the first N conversations.")
 @click.option("--view", "views", multiple=True, type=click.Choice(["as_world", "as_recorded", "raw"]),
               help="Views to score (repeatable; default all three).")
+@click.option("--ranker", type=click.Choice(["fusion", "learned"]), default=None,
+              help="Rank the hybrid search with today's fusion or the shipped learned ranker "
+                   "(default: SearchConfig's). The learned ranker was fitted on the dev file: its "
+                   "figure there is in fold; train-ranker prints the cross-validated one.")
+@click.option("--diagnostics", type=click.Path(file_okay=False, path_type=Path),
+              help="Write questions.jsonl here: per question the gold turns' ranks in the result and "
+                   "in the pool, and the ranker's features of each gold turn.")
 @json_option
 def eval_locomo_cmd(path: Path, out: Path, store: Path | None, conversations: int | None,
-                    views: tuple[str, ...]) -> None:
-    """Score turn- and session-level recall/hit/nDCG@1,5,10 on a LoCoMo file."""
+                    views: tuple[str, ...], ranker: str | None, diagnostics: Path | None) -> None:
+    """Score turn- and session-level recall (mean share, any, all @1,5,10,20,50),
+    hit and nDCG@1,5,10 and the pool's recall on a LoCoMo file; categories 1-4
+    together as the headline, adversarial apart. With --store, a store kept
+    from an earlier run is reused (no re-embedding)."""
     from ..eval import run_locomo
 
+    config = SearchConfig(ranker="learned" if ranker == "learned" else "fusion") if ranker else None
     _eval_run(store, lambda open_memory: run_locomo(
         open_memory, path, out_dir=out, views=views or ("as_world", "as_recorded", "raw"),
-        limit_conversations=conversations, progress=_eval_progress))
+        limit_conversations=conversations, progress=_eval_progress, config=config, diagnostics=diagnostics))
+
+
+@eval_group.command("train-ranker")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the model file here (the shipped one is "
+                   "src/chronomem/service/evidence/data/ranker.json). Without it, only the "
+                   "cross-validation is printed, with whether the model equals the shipped one.")
+@click.option("--store", type=click.Path(dir_okay=False, path_type=Path),
+              help="Database to ingest into, or one kept from an earlier eval run "
+                   "(default: a temporary file).")
+@json_option
+def eval_train_ranker_cmd(path: Path, out: Path | None, store: Path | None) -> None:
+    """Fit the learned ranker on a LoCoMo file (every question's search pool,
+    labelled by its gold turns) and print leave-one-conversation-out
+    cross-validation: per held-out conversation, today's fusion, the model fitted
+    on every conversation (in fold) and the one fitted without it (out of fold),
+    recall@10 for categories 1-4 together, each category and adversarial apart.
+    The same file gives the same model file, byte for byte."""
+    import hashlib
+
+    import chronomem
+
+    from ..ranker_train import train_ranker
+
+    tmp = None
+    if store is None:
+        tmp = tempfile.TemporaryDirectory(prefix="chronomem-train-")
+        store = Path(tmp.name) / "train.db"
+    target = store
+    choice = state().embedder_arg
+
+    try:
+        res = train_ranker(lambda ns: chronomem.open(target, namespace=ns, embedder=choice), path,
+                           progress=_eval_progress)
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    digest = hashlib.sha256(res.text.encode()).hexdigest()
+    try:
+        shipped = res.text == _shipped_text()  # (before --out may overwrite it)
+    except OSError:
+        shipped = False
+    if out is not None:
+        out.write_text(res.text, encoding="utf-8")
+    summary = {"cv": res.cv, "sha256": digest, "out": str(out) if out else None, "same_as_shipped": shipped}
+
+    def human(con: Any) -> None:
+        click.echo(res.table())
+        click.echo(f"model sha256 {digest}" + (f", written to {out}" if out else "")
+                   + ("; identical to the shipped model" if shipped else "; differs from the shipped model"))
+
+    emit(summary, human)
+
+
+def _shipped_text() -> str:
+    from importlib import resources
+
+    return resources.files("chronomem.service.evidence").joinpath("data/ranker.json").read_text("utf-8")
 
 
 @eval_group.command("longmemeval")

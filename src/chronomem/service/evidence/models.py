@@ -211,6 +211,15 @@ class SearchConfig:
       a turn of the conversation that matches the question as a whole
       outranks an equally good turn of one that does not. The order inside a
       session never changes. 0 switches it off.
+    * ``ranker``: ``"learned"`` (default) reorders the pool (the union of the
+      two lists) by the shipped logistic-regression ranker over the
+      candidates' features (``docs/evidence.md``, "The learned ranker"): it
+      beat the additive score in leave-one-conversation-out cross-validation.
+      It applies to relative fusion of both lists with vectors of the embedder
+      it was fitted on (MiniLM); any other search (no vectors, one list,
+      ``rrf``, another embedder) ranks by the additive score, as it does (with
+      one logged error) if the model file fails its checks. ``"fusion"``
+      always ranks by the additive score above (the ``fusion`` preset).
     """
 
     fusion: Literal["relative", "rrf"] = "relative"
@@ -232,8 +241,9 @@ class SearchConfig:
     session_weight: float = 0.8
     session_top: int = 1
     mentioned: bool = True
+    ranker: Literal["fusion", "learned"] = "learned"
 
-    PRESETS = ("hybrid", "lexical", "dense", "recent", "rrf")
+    PRESETS = ("hybrid", "lexical", "dense", "recent", "rrf", "fusion", "learned")
 
     def __post_init__(self) -> None:
         if self.fusion not in ("relative", "rrf"):
@@ -244,6 +254,8 @@ class SearchConfig:
             raise InvalidInputError("lexical_weight and dense_weight must be non-negative")
         if self.lexical_df_cap < 0 or self.lexical_postings_budget < 0:
             raise InvalidInputError("lexical_df_cap and lexical_postings_budget must be non-negative (0: off)")
+        if self.ranker not in ("fusion", "learned"):
+            raise InvalidInputError(f"ranker must be 'fusion' or 'learned', not {self.ranker!r}")
         if self.session_weight < 0:
             raise InvalidInputError(f"session_weight must be non-negative, not {self.session_weight!r}")
         if isinstance(self.session_top, bool) or not isinstance(self.session_top, int) or self.session_top < 1:
@@ -253,7 +265,10 @@ class SearchConfig:
     def preset(cls, name: str) -> "SearchConfig":
         """``hybrid`` (default), ``lexical`` (BM25 only), ``dense`` (vectors
         only), ``recent`` (hybrid plus a strong time-proximity term) or
-        ``rrf`` (hybrid with reciprocal-rank fusion, the earlier default)."""
+        ``rrf`` (hybrid with reciprocal-rank fusion, an earlier default),
+        ``fusion`` (hybrid ranked by the additive score alone, the default
+        before the learned ranker) or ``learned`` (the same as ``hybrid``:
+        the learned ranker where it applies)."""
         base = cls()
         if name == "hybrid":
             return base
@@ -264,9 +279,13 @@ class SearchConfig:
         if name == "recent":
             # 0.0055 is as strong against relative fusion's top score (0.084)
             # as 0.01 was against RRF's (0.155)
-            return replace(base, time_weight=0.0055, time_half_life_days=14.0)
+            return replace(base, time_weight=0.0055, time_half_life_days=14.0, ranker="fusion")
         if name == "rrf":
-            return replace(base, fusion="rrf", dense_weight=0.7)
+            return replace(base, fusion="rrf", dense_weight=0.7, ranker="fusion")
+        if name == "fusion":
+            return replace(base, ranker="fusion")
+        if name == "learned":
+            return replace(base, ranker="learned")
         raise InvalidInputError(f"unknown search preset {name!r}; expected one of {', '.join(cls.PRESETS)}")
 
     def to_dict(self) -> dict[str, Any]:

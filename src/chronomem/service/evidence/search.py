@@ -10,17 +10,18 @@ import os
 import re
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from typing import Any, Literal, Mapping
 
 from ...core.limits import MAX_K, MAX_QUERY_CHARS, MAX_SESSION_CHARS, check_count, check_text
 from ...core.models import Fact
 from ...core.time import TimeLike, from_us, to_us
 from ...errors import InvalidInputError, InvalidIntervalError
-from ...store.protocol import EpisodeFilter, EpisodeStore
+from ...store.protocol import EpisodeFilter, EpisodeRecord, EpisodeStore
 from ..reads import FactReads
 from ..scope import Scope
 from .embedding import Embedding
-from .episodes import Episodes, episode_store, opt_str
+from .episodes import _METADATA_TEXT_KEYS, Episodes, episode_store, opt_str
 from .fusion import group_boost, relative_contributions, rrf_contributions
 from .lexical import fts_query, query_terms
 from .mentioned import mentioned_facts
@@ -31,18 +32,13 @@ from .models import (
     ScoreParts,
     SearchConfig,
 )
+from .rank_features import WHEN_QUESTION, Candidate, features
+from .ranker import LearnedRanker, RankerFileError, shipped_ranker
 from .timemention import resolve_mentions
 
 __all__ = ["Search"]
 
 log = logging.getLogger("chronomem.evidence")
-
-_WHEN_QUESTION = re.compile(
-    r"^\s*(?:when\b|what (?:year|month|date|day|time|week)\b|which (?:year|month|day|week)\b|"
-    r"how long (?:ago|has|have|had|did|was|were)\b)|\b(?:when did|when was|when is|when will|since when)\b",
-    re.I,
-)
-
 
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
@@ -66,6 +62,53 @@ def _forget_pool_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool_in_child)
+
+
+@dataclass
+class _Pooled:
+    """Today's fusion of one search's pool (:meth:`Search._pool`)."""
+
+    recs: dict[int, EpisodeRecord]
+    bonus: dict[int, float]
+    base: dict[int, float]
+    final: dict[int, float]
+    times: list[tuple[int, int, int, str, int]]
+    candidates: list[Candidate]
+
+
+_WARNED: list[str] = []
+#: caption-like metadata keys (the ones the lexical index's context column reads)
+_CONTEXT_KEY = re.compile('"(?:' + "|".join(map(re.escape, _METADATA_TEXT_KEYS)) + ')"')
+
+
+def _learned_model(embedder: str | None) -> LearnedRanker | None:
+    """The shipped ranker when it was fitted on the cosines of ``embedder``
+    (the dense list's model), else ``None``: the search then ranks with
+    today's fusion. A missing model file, or one that fails its checks, is
+    logged once per process."""
+    try:
+        model = shipped_ranker()
+    except RankerFileError as exc:
+        if not _WARNED:
+            _WARNED.append(str(exc))
+            log.error("the learned ranker is unavailable (%s); ranking with fusion", exc)
+        return None
+    return model if embedder is not None and embedder == model.meta["training"].get("embedder") else None
+
+
+def _checked(query: str, view: str, config: SearchConfig | str | None, k: int | None = None) -> SearchConfig:
+    """Check a search's query, ``k`` and view; its configuration (a preset name resolved)."""
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidInputError("search query must be a non-empty string")
+    check_text(query, "search query", MAX_QUERY_CHARS)
+    if k is not None:
+        check_count(k, "k", 1, MAX_K)
+    if view not in VIEWS:
+        raise InvalidInputError(f"unknown view {view!r}; expected one of {', '.join(VIEWS)}")
+    cfg = SearchConfig.preset(config) if isinstance(config, str) else (config or SearchConfig())
+    if not isinstance(cfg, SearchConfig):
+        raise InvalidInputError("config must be a SearchConfig or a preset name")
+    return cfg
 
 
 class Search:
@@ -108,15 +151,40 @@ class Search:
         and facts recorded by then. ``at`` defaults to now. ``since``/``until``
         bound ``occurred_at``. ``config`` is a :class:`SearchConfig` or a
         preset name."""
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidInputError("search query must be a non-empty string")
-        check_text(query, "search query", MAX_QUERY_CHARS)
-        check_count(k, "k", 1, MAX_K)
-        if view not in VIEWS:
-            raise InvalidInputError(f"unknown view {view!r}; expected one of {', '.join(VIEWS)}")
-        cfg = SearchConfig.preset(config) if isinstance(config, str) else (config or SearchConfig())
-        if not isinstance(cfg, SearchConfig):
-            raise InvalidInputError("config must be a SearchConfig or a preset name")
+        cfg = _checked(query, view, config, k)
+        lexical, dense, at_us, known_us, emb_name = self._retrieve(query, k, view, at, known_at, session, since,
+                                                                   until, cfg)
+        return self._fuse(query, lexical, dense, cfg, at_us, known_us, k, view, emb_name)
+
+    def search_pool(
+        self,
+        query: str,
+        *,
+        view: str = "as_world",
+        at: TimeLike | None = None,
+        config: SearchConfig | str | None = None,
+    ) -> list[tuple[str, Candidate]]:
+        """The candidate pool a search ranks (the union of its lexical and
+        dense lists, before the view's ended-facts filter), each with the
+        signals :func:`~.rank_features.features` reads, in today's fusion
+        order: ``(episode id, candidate)``. For training and diagnosing the
+        learned ranker (``chronomem eval train-ranker``)."""
+        cfg = _checked(query, view, config)
+        lexical, dense, at_us, _known, _emb = self._retrieve(query, 1, view, at, None, None, None, None, cfg)
+        got = self._pool(query, lexical, dense, cfg, at_us, want_candidates=True)
+        if got is None:
+            return []
+        by_key = {c.key: c for c in got.candidates}
+        order = sorted(got.final, key=lambda r: (-got.final[r], r))
+        return [(got.recs[r].id, by_key[r]) for r in order]
+
+    def _retrieve(self, query: str, k: int, view: str, at: TimeLike | None, known_at: TimeLike | None,
+                  session: str | None, since: TimeLike | None, until: TimeLike | None,
+                  cfg: SearchConfig) -> tuple[list[tuple[int, float]], list[tuple[int, float]], int, int | None,
+                                              str | None]:
+        """The lexical and dense lists ``(rowid, score)`` best first, the
+        view's basis ``at_us``, the ``known_at`` in microseconds and the name
+        of the embedder the dense list came from."""
         scope = self._scope
         given_at = scope.read_time(at, "at").us if at is not None else None
         known_us = scope.known(known_at)  # settled: the answer as known at K is final (Store.settle)
@@ -177,7 +245,7 @@ class Search:
                 got = cache.ann_search(slot, qvec, pool, f, superseded, cfg.dense_context,
                                        self._scope.store.capabilities.local_path, (self._scope.ns_id, model[0]))
             dense = got if got is not None else cache.search(slot, qvec, pool, f, superseded, cfg.dense_context)
-        return self._fuse(query, lexical, dense, cfg, at_us, known_us, k, view)
+        return lexical, dense, at_us, known_us, emb.name if dense and emb is not None else None
 
     def _view_filter(self, view: str, given_at: int | None, at_us: int, known_us: int | None,
                      session: str | None, since: TimeLike | None, until: TimeLike | None) -> EpisodeFilter:
@@ -206,10 +274,12 @@ class Search:
             until=until_us,
         )
 
-    def _fuse(self, query: str, lexical: list[tuple[int, float]], dense: list[tuple[int, float]],
-              cfg: SearchConfig, at_us: int, known_us: int | None, k: int, view: str) -> list[Hit]:
-        lex_rank = {rowid: (i + 1, s) for i, (rowid, s) in enumerate(lexical)}
-        den_rank = {rowid: (i + 1, s) for i, (rowid, s) in enumerate(dense)}
+    def _pool(self, query: str, lexical: list[tuple[int, float]], dense: list[tuple[int, float]],
+              cfg: SearchConfig, at_us: int, *, want_candidates: bool = False) -> _Pooled | None:
+        """Today's fusion of the two lists: the records, time terms, scores
+        before (``base``) and after session propagation (``final``) and, with
+        ``want_candidates``, the learned ranker's :class:`Candidate` per
+        pooled episode. ``None``: nothing to rank."""
         weights = [cfg.lexical_weight, cfg.dense_weight]
         if cfg.fusion == "rrf":
             parts = rrf_contributions([[r for r, _ in lexical], [r for r, _ in dense]], weights, cfg.rrf_k)
@@ -217,7 +287,7 @@ class Search:
             # a short list ran out of candidates: what it did not find scores 0
             parts = relative_contributions([lexical, dense], weights, cfg.fusion_scale, cfg.pool, (0.0, 0.0))
         if not parts:
-            return []
+            return None
         # (a tombstone never answers: a cache read just before an erasure may still name it)
         recs = {r.rowid: r for r in self._es.episodes_by_rowids(list(parts)) if r.erased_at is None}
         bonus: dict[int, float] = {}
@@ -227,7 +297,8 @@ class Search:
                 when = rec.occurred_at if rec.occurred_at is not None else rec.recorded_at
                 bonus[rowid] = cfg.time_weight * math.pow(0.5, abs(at_us - when) / half)
         times = self._es.episode_times(list(recs))
-        if cfg.mention_weight > 0:
+        overlap: set[int] = set()
+        if cfg.mention_weight > 0 or want_candidates:
             qspans = [(to_us(m.start), to_us(m.end)) for m in
                       resolve_mentions(query, from_us(at_us).astimezone(self._scope.tz))]
             if qspans:
@@ -239,9 +310,11 @@ class Search:
                     if rec.occurred_at is not None:
                         own.append((rec.occurred_at, rec.occurred_at + 1))
                     if any(a < qb and qa < b for a, b in own for qa, qb in qspans):
-                        bonus[rowid] = bonus.get(rowid, 0.0) + cfg.mention_weight
-        if cfg.when_weight > 0 and _WHEN_QUESTION.search(query):
-            with_time = {t[0] for t in times}
+                        overlap.add(rowid)
+                        if cfg.mention_weight > 0:
+                            bonus[rowid] = bonus.get(rowid, 0.0) + cfg.mention_weight
+        with_time = {t[0] for t in times}
+        if cfg.when_weight > 0 and WHEN_QUESTION.search(query):
             for rowid in with_time:
                 bonus[rowid] = bonus.get(rowid, 0.0) + cfg.when_weight
         if cfg.speaker_weight > 0:
@@ -252,6 +325,40 @@ class Search:
         base = {rowid: sum(p) + bonus.get(rowid, 0.0) for rowid, p in parts.items() if rowid in recs}
         final = group_boost(base, {rowid: recs[rowid].session for rowid in base}, cfg.session_weight,
                             cfg.session_top)
+        cands: list[Candidate] = []
+        if want_candidates:
+            lex = {rowid: (i + 1, sc) for i, (rowid, sc) in enumerate(lexical)}
+            den = {rowid: (i + 1, sc) for i, (rowid, sc) in enumerate(dense)}
+            for rowid in base:
+                rec = recs[rowid]
+                lr, dr = lex.get(rowid), den.get(rowid)
+                cands.append(Candidate(
+                    key=rowid, text=rec.text, speaker=rec.speaker, session=rec.session,
+                    lex_rank=lr[0] if lr else None, lex_score=lr[1] if lr else None,
+                    dense_rank=dr[0] if dr else None, dense_score=dr[1] if dr else None,
+                    base=base[rowid], fused=final[rowid], time_overlap=rowid in overlap,
+                    has_time=rowid in with_time, has_context=bool(rec.metadata and _CONTEXT_KEY.search(rec.metadata)),
+                ))
+        return _Pooled(recs, bonus, base, final, times, cands)
+
+    def _fuse(self, query: str, lexical: list[tuple[int, float]], dense: list[tuple[int, float]],
+              cfg: SearchConfig, at_us: int, known_us: int | None, k: int, view: str,
+              emb_name: str | None = None) -> list[Hit]:
+        lex_rank = {rowid: (i + 1, s) for i, (rowid, s) in enumerate(lexical)}
+        den_rank = {rowid: (i + 1, s) for i, (rowid, s) in enumerate(dense)}
+        learned = cfg.ranker == "learned" and cfg.fusion == "relative" and cfg.lexical_weight > 0 and bool(dense)
+        model = _learned_model(emb_name) if learned else None
+        got = self._pool(query, lexical, dense, cfg, at_us, want_candidates=model is not None)
+        if got is None:
+            return []
+        recs, bonus, base, times = got.recs, got.bonus, got.base, got.times
+        fused = got.final
+        final = fused
+        if model is not None:
+            # the learned ranker reorders the pool; a hit's score is its probability
+            logits = model.scores(features(query, got.candidates))
+            final = {c.key: 1.0 / (1.0 + math.exp(-max(-35.0, min(35.0, z))))
+                     for c, z in zip(got.candidates, logits, strict=True)}
         ranked = sorted(final.items(), key=lambda x: (-x[1], x[0]))
         # facts citing the candidates, as known at `known_at` (system time),
         # for the notes and the as_world view (whose facts had ended by `at`)
@@ -293,9 +400,9 @@ class Search:
             hits.append(Hit(
                 episode=episode, score=score,
                 parts=ScoreParts(
-                    fused=score, bm25=lr[1] if lr else None, bm25_rank=lr[0] if lr else None,
+                    fused=fused[rowid], bm25=lr[1] if lr else None, bm25_rank=lr[0] if lr else None,
                     dense=dr[1] if dr else None, dense_rank=dr[0] if dr else None, time=bonus.get(rowid, 0.0),
-                    session=score - base[rowid],
+                    session=fused[rowid] - base[rowid],
                 ),
                 facts=notes,
             ))
