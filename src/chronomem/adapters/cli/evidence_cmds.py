@@ -9,11 +9,12 @@ them.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -162,26 +163,29 @@ def eval_group() -> None:
     """Retrieval benchmarks (LoCoMo, LongMemEval)."""
 
 
-def _eval_run(store: Path | None, run: Callable[[Callable[[str], Any]], Any]) -> None:
-    """``run(open_memory)`` a benchmark on ``store`` (default: a temporary
-    file, removed afterwards) and print its result."""
+@contextlib.contextmanager
+def _eval_memories(store: Path | None, prefix: str = "chronomem-eval-") -> Iterator[Callable[[str], Any]]:
+    """``open_memory(namespace)`` on ``store`` (default: a temporary file,
+    removed afterwards), with the group's ``--embedder``."""
     import chronomem
 
     tmp = None
     if store is None:
-        tmp = tempfile.TemporaryDirectory(prefix="chronomem-eval-")
+        tmp = tempfile.TemporaryDirectory(prefix=prefix)
         store = Path(tmp.name) / "eval.db"
     target = store
     choice = state().embedder_arg  # the group's --embedder
-
-    def open_memory(ns: str) -> Any:
-        return chronomem.open(target, namespace=ns, embedder=choice)
-
     try:
-        res = run(open_memory)
+        yield lambda ns: chronomem.open(target, namespace=ns, embedder=choice)
     finally:
         if tmp is not None:
             tmp.cleanup()
+
+
+def _eval_run(store: Path | None, run: Callable[[Callable[[str], Any]], Any]) -> None:
+    """``run(open_memory)`` a benchmark on ``store`` and print its result."""
+    with _eval_memories(store) as open_memory:
+        res = run(open_memory)
     emit(res.summary, lambda con: click.echo(res.table()))
 
 
@@ -247,23 +251,10 @@ def eval_train_ranker_cmd(path: Path, out: Path | None, store: Path | None) -> N
     The same file gives the same model file, byte for byte."""
     import hashlib
 
-    import chronomem
-
     from ..ranker_train import train_ranker
 
-    tmp = None
-    if store is None:
-        tmp = tempfile.TemporaryDirectory(prefix="chronomem-train-")
-        store = Path(tmp.name) / "train.db"
-    target = store
-    choice = state().embedder_arg
-
-    try:
-        res = train_ranker(lambda ns: chronomem.open(target, namespace=ns, embedder=choice), path,
-                           progress=_eval_progress)
-    finally:
-        if tmp is not None:
-            tmp.cleanup()
+    with _eval_memories(store, "chronomem-train-") as open_memory:
+        res = train_ranker(open_memory, path, progress=_eval_progress)
     digest = hashlib.sha256(res.text.encode()).hexdigest()
     try:
         shipped = res.text == _shipped_text()  # (before --out may overwrite it)
