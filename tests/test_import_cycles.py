@@ -168,6 +168,9 @@ PUBLIC = {
     "chronomem.service.evidence",
     # the benchmark files' readers: eval.py scores on what ingest reads, with the same parser
     "chronomem.service.ingest.formats.locomo", "chronomem.service.ingest.formats.longmemeval",
+    # the learned ranker's features and model file: eval's diagnostics and train-ranker compute
+    # and fit them with the very code the search scores with (a copy could drift from it)
+    "chronomem.service.evidence.rank_features", "chronomem.service.evidence.ranker",
 }
 _FLOORS = ("core", "store", "service", "adapters")
 
