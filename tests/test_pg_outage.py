@@ -231,6 +231,17 @@ def test_a_full_pool_waits_then_is_unavailable() -> None:
     c = pool.getconn()
     assert len(made) == 3 and c is not a
     pool.close()
+    # an idle connection past max_idle is closed when the pool is next used, not handed out
+    made.clear()
+    pool = Pool(connect, psycopg, max_size=2, wait_timeout=0.2, max_idle=0.05)
+    old = pool.getconn()
+    old.info = type("Info", (), {"transaction_status": psycopg.pq.TransactionStatus.IDLE})()
+    pool.putconn(old)
+    time.sleep(0.1)
+    fresh = pool.getconn()
+    assert fresh is not old and old.closed and len(made) == 2
+    assert pool.stats() == {"size": 1, "idle": 0, "max_size": 2}
+    pool.close()
 
 
 def test_http_and_mcp_say_unavailable_with_a_retry_hint(cluster: Cluster) -> None:

@@ -96,15 +96,11 @@ class Pool:
                 if self._closed:
                     raise StoreUnavailableError("this memory's connection pool is closed", retry_after=None)
                 now = time.monotonic()
-                conn = None
-                while self._idle:
-                    candidate, since = self._idle.pop()
-                    if now - since > self.max_idle:
-                        stale.append(candidate)
-                        self._count -= 1
-                        continue
-                    conn = candidate
-                    break
+                # the oldest first: idle longer than max_idle, closed (the server may have timed them out)
+                while self._idle and now - self._idle[0][1] > self.max_idle:
+                    stale.append(self._idle.pop(0)[0])
+                    self._count -= 1
+                conn = self._idle.pop()[0] if self._idle else None
                 if conn is None:
                     if self._count < self.max_size:
                         self._count += 1  # reserved: connect outside the lock
@@ -224,6 +220,21 @@ class Deadlines:
             elif self._idle:
                 self._cond.notify()  # (a busy watcher looks again within _TICK: no wake-up per call)
         return token
+
+    @contextmanager
+    def bounded(self, conn: Any, seconds: float, what: str) -> Iterator[None]:
+        """Run the body within ``seconds`` on ``conn``: past them the
+        connection is cut and the body's failure becomes
+        :class:`StoreUnavailableError` (``what`` names the bound)."""
+        token = self.arm(conn, seconds)
+        try:
+            yield
+        except BaseException:
+            if self.disarm(token):
+                raise StoreUnavailableError(f"the database did not answer within {seconds:g} s ({what})",
+                                            retry_after=5) from None
+            raise
+        self.disarm(token)
 
     def disarm(self, token: int) -> bool:
         """Stop the clock; whether the deadline had already cut the connection."""

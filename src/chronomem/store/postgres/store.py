@@ -274,23 +274,19 @@ class PostgresStore(PgNameReadsMixin, RowReadsMixin, PgEpisodeStoreMixin, PgHeal
         psycopg = self._psycopg
         for attempt in (1, 2):
             conn = self._pool.getconn()
-            # the lock wait is bounded server side (lock_timeout); this bounds a server that answers nothing
-            token = self._deadlines.arm(conn, self.busy_timeout + self.read_timeout)
             try:
-                cur = conn.execute("BEGIN; SELECT now_us, names_version FROM %s(%d)" % (begin, to_us(self._clock())))
-                cur.nextset()
-                row = cur.fetchone()
+                # the lock wait is bounded server side (lock_timeout); this bounds a server that answers nothing
+                with self._deadlines.bounded(conn, self.busy_timeout + self.read_timeout,
+                                             "busy_timeout + read_timeout; nothing was written"):
+                    cur = conn.execute(
+                        "BEGIN; SELECT now_us, names_version FROM %s(%d)" % (begin, to_us(self._clock())))
+                    cur.nextset()
+                    row = cur.fetchone()
                 assert row is not None
-                self._deadlines.disarm(token)
                 return conn, row
             except BaseException as exc:
-                cut = self._deadlines.disarm(token)
                 self._rollback(conn, unlock=True)
                 self._pool.putconn(conn)
-                if cut:
-                    raise StoreUnavailableError(
-                        f"the database did not answer within {self.busy_timeout + self.read_timeout:g} s "
-                        "(busy_timeout + read_timeout); nothing was written", retry_after=5) from None
                 if attempt == 1 and isinstance(exc, psycopg.Error) and connection_lost(exc, psycopg):
                     self._pool.discard_idle()  # they most likely died with it
                     continue
@@ -463,17 +459,8 @@ class _ReadConn:
     def _timed(self, query: Any, params: Any, kwargs: dict[str, Any]) -> Any:
         """One statement within the store's ``read_timeout`` (client side)."""
         store = self._store
-        token = store._deadlines.arm(self._conn, store.read_timeout)
-        try:
-            result = self._conn.execute(query, params, **kwargs)
-        except BaseException:
-            if store._deadlines.disarm(token):
-                raise StoreUnavailableError(
-                    f"the database did not answer within {store.read_timeout:g} s (read_timeout)",
-                    retry_after=5) from None
-            raise
-        store._deadlines.disarm(token)
-        return result
+        with store._deadlines.bounded(self._conn, store.read_timeout, "read_timeout"):
+            return self._conn.execute(query, params, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._conn, name)
