@@ -27,6 +27,7 @@ def open(
     durability: str = "normal",
     busy_timeout: float = 30.0,
     embedder: "Embedder | str | None" = "auto",
+    agent: str | None = None,
 ) -> Memory:
     """Open (creating if needed) a memory.
 
@@ -46,9 +47,16 @@ def open(
     (``"minilm"``, ``"bge-small"``, ``"e5-multilingual"``), an
     :class:`~chronomem.service.evidence.Embedder`, or ``None`` for lexical search
     only; models load on first use (see :meth:`Memory.use_embedder`).
+    ``agent`` is who this memory's writes are recorded as (``recorded_by``;
+    default: the local user; a server records each request's token name
+    through :meth:`Memory.acting_as`).
     """
     store = open_store_at(target, clock=clock, durability=durability, busy_timeout=busy_timeout)
-    mem = Memory(store, namespace, timezone=timezone, clock=clock)
+    try:
+        mem = Memory(store, namespace, timezone=timezone, clock=clock, agent=agent)
+    except BaseException:
+        store.close()
+        raise
     if embedder != "auto":
         try:
             mem.use_embedder(embedder)

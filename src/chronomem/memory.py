@@ -14,10 +14,11 @@ are made on first use (:class:`_lazy`, :class:`_LazyService`).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
-from typing import TYPE_CHECKING, Any, Callable, Concatenate, Generic, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Callable, Concatenate, Generic, Iterator, ParamSpec, TypeVar, overload
 
-from .core.limits import MAX_NAMESPACE_CHARS, check_text
+from .core.limits import MAX_AGENT_CHARS, MAX_NAMESPACE_CHARS, check_text
 from .core.phrases import ResolvedTime
 from .core.time import TimeLike, TimePoint, get_timezone, timezone_name
 from .errors import InvalidInputError
@@ -27,7 +28,7 @@ from .service.evidence.episodes import Episodes, episode_store
 from .service.evidence.recall import Recaller
 from .service.evidence.search import Search
 from .service.reads import FactReads
-from .service.scope import Scope
+from .service.scope import ACTING_AS, Scope
 from .store.protocol import Store
 
 if TYPE_CHECKING:  # pragma: no cover - imported on first use, see _lazy
@@ -161,6 +162,13 @@ def _importer_type() -> type[Importer]:
     return Importer
 
 
+def _agent_name(value: object, field: str) -> str:
+    """A writer's name: a non-empty string of at most MAX_AGENT_CHARS."""
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInputError(f"{field} must be a non-empty string, not {value!r}")
+    return check_text(value.strip(), field, MAX_AGENT_CHARS)
+
+
 class Memory:
     """A bi-temporal memory opened on one namespace of one store.
 
@@ -169,20 +177,27 @@ class Memory:
     """
 
     def __init__(self, store: Store, namespace: str = "default", *, timezone: str | _dt.tzinfo | None = None,
-                 clock: Any = None) -> None:
+                 clock: Any = None, agent: str | None = None, _shared: "Memory | None" = None) -> None:
         if not isinstance(namespace, str) or not namespace.strip():
             raise InvalidInputError(f"namespace must be a non-empty string, not {namespace!r}")
         check_text(namespace, "namespace", MAX_NAMESPACE_CHARS)
+        if agent is not None:
+            agent = _agent_name(agent, "agent")
         tz = get_timezone(timezone)
         ns_id = store.namespace_id(namespace)
         assert ns_id is not None
-        scope = Scope(store, ns_id, namespace, tz, timezone_name(tz), clock if clock is not None else store.clock)
+        scope = Scope(store, ns_id, namespace, tz, timezone_name(tz), clock if clock is not None else store.clock,
+                      agent)
         self._scope = scope
         self.namespace = namespace
         self.tz = tz
+        # a view (Memory.view) shares its parent's store and embedder, and
+        # leaves closing the store to the parent
+        self._owns_store = _shared is None
         reads = FactReads(scope)
         self._reads = reads
-        self._embedding = Embedding(lambda: episode_store(store).embedding_models(), "auto")
+        self._embedding: Embedding = (_shared._embedding if _shared is not None
+                                      else Embedding(lambda: episode_store(store).embedding_models(), "auto"))
         self._episodes = Episodes(scope, reads, self._embedding)
         self._search = Search(scope, reads, self._episodes, self._embedding)
         self._recaller = Recaller(scope, reads, self._search)
@@ -222,8 +237,36 @@ class Memory:
         """The namespace's id in the store."""
         return self._scope.ns_id
 
+    @property
+    def agent(self) -> str | None:
+        """Who this memory's writes are recorded as when no
+        :meth:`acting_as` says otherwise (``open(agent=...)``; ``None``: the
+        local user)."""
+        return self._scope.agent
+
+    def view(self, namespace: str | None = None, *, agent: str | None = None) -> "Memory":
+        """Another namespace (or writer) of the same open store: the views
+        share this memory's store, connection pool and embedder, so a server
+        keeps one per namespace at the cost of a few objects. Closing a view
+        closes nothing; closing this memory closes the store under every view.
+        ``agent`` defaults to this memory's."""
+        return Memory(self._scope.store, self.namespace if namespace is None else namespace, timezone=self.tz,
+                      clock=self._scope.clock, agent=self._scope.agent if agent is None else agent, _shared=self)
+
+    @contextlib.contextmanager
+    def acting_as(self, agent: str) -> Iterator["Memory"]:
+        """Record the writes made inside the block (in this thread or task,
+        through any memory) as ``agent``: what a server does with the name of
+        each request's token. Nested blocks restore the outer name."""
+        token = ACTING_AS.set(_agent_name(agent, "agent"))
+        try:
+            yield self
+        finally:
+            ACTING_AS.reset(token)
+
     def close(self) -> None:
-        self._scope.store.close()
+        if self._owns_store:
+            self._scope.store.close()
 
     def __enter__(self) -> "Memory":
         return self

@@ -37,6 +37,7 @@ __all__ = [
     "MAX_JSON_KEYS",
     "MAX_K",
     "MAX_LITERAL_CHARS",
+    "MAX_AGENT_CHARS",
     "MAX_NAMESPACE_CHARS",
     "MAX_NAME_CHARS",
     "MAX_QUERY_CHARS",
@@ -61,6 +62,8 @@ MAX_ENTITY_TYPE_CHARS = 200
 """An entity's ``type``."""
 MAX_NAMESPACE_CHARS = 200
 """A namespace name."""
+MAX_AGENT_CHARS = 200
+"""Who a write is recorded as (``agent=``, a token's name)."""
 MAX_EPISODE_CHARS = 100_000
 """An episode's text."""
 MAX_QUERY_CHARS = 100_000

@@ -4,7 +4,9 @@ in them. It holds no other state; the services hold theirs."""
 
 from __future__ import annotations
 
+import contextvars
 import datetime as _dt
+import getpass
 import json
 import time
 from typing import Any, Sequence
@@ -19,7 +21,23 @@ from ..core.version import Row
 from ..store.protocol import PredicateRecord, Store
 from .suggest import unknown_entity
 
-__all__ = ["Scope", "count"]
+__all__ = ["ACTING_AS", "Scope", "count", "local_user"]
+
+#: Who the writes of the current request or task are recorded as: set by
+#: :meth:`chronomem.Memory.acting_as` (the server sets the token's name per
+#: request). A context variable, so a thread pool or event loop running many
+#: requests through one Memory keeps each request's writer apart.
+ACTING_AS: contextvars.ContextVar[str | None] = contextvars.ContextVar("chronomem_acting_as", default=None)
+
+
+def local_user() -> str:
+    """The name an embedded write is recorded as when nobody said: the OS
+    user (``getpass.getuser``), or ``"local"`` where there is none."""
+    try:
+        name = getpass.getuser()
+    except Exception:  # no USER/LOGNAME and no passwd entry (some containers)
+        return "local"
+    return name or "local"
 
 
 def count(value: object, name: str, minimum: int, maximum: int = MAX_COUNT) -> int:
@@ -31,15 +49,23 @@ def count(value: object, name: str, minimum: int, maximum: int = MAX_COUNT) -> i
 class Scope:
     """One namespace of one store, read in one timezone by one clock."""
 
-    __slots__ = ("store", "ns_id", "namespace", "tz", "tzname", "clock")
+    __slots__ = ("store", "ns_id", "namespace", "tz", "tzname", "clock", "agent")
 
-    def __init__(self, store: Store, ns_id: int, namespace: str, tz: _dt.tzinfo, tzname: str, clock: Any) -> None:
+    def __init__(self, store: Store, ns_id: int, namespace: str, tz: _dt.tzinfo, tzname: str, clock: Any,
+                 agent: str | None = None) -> None:
         self.store = store
         self.ns_id = ns_id
         self.namespace = namespace
         self.tz = tz
         self.tzname = tzname
         self.clock = clock
+        self.agent = agent  # open(agent=...): who this memory's writes are recorded as
+
+    def recorded_by(self) -> str:
+        """Who a write made now is recorded as: the request's
+        :meth:`~chronomem.Memory.acting_as`, else this memory's ``agent``,
+        else the local user."""
+        return ACTING_AS.get() or self.agent or local_user()
 
     # -- time ------------------------------------------------------------
     def now(self) -> _dt.datetime:
