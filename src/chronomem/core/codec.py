@@ -119,7 +119,7 @@ def row_to_fact(r: Row, now: int, namespace: str, timezone: str = "UTC") -> Fact
         ((r.fact_id, r.version, r.subject_id, r.predicate_id, r.object_id, r.object_lit,
           r.valid_from, r.valid_from_prec, r.valid_to, r.valid_to_prec, r.system_from, r.system_to,
           r.confidence, r.source, r.episode_id, r.properties, r.invalidated_by, r.close_kind, r.closed_by,
-          r.end_kind, r.end_reason, r.rowid),),
+          r.end_kind, r.end_reason, r.recorded_by, r.rowid),),
         now, namespace, timezone, ents, {r.predicate_id: r.predicate_name or ""}, True)
     assert facts is not None
     return facts[0]
@@ -145,7 +145,8 @@ def _build_facts(rows: Sequence[Sequence[Any]], now: int, namespace: str, timezo
     out: list[Fact] = []
     append = out.append
     for (fact_id, version, sid, pid, oid, lit, vf, vf_prec, vt, vt_prec, sf, st, confidence,
-         source, episode_id, props, invalidated_by, close_kind, closed_by, end_kind, end_reason, _rowid) in rows:
+         source, episode_id, props, invalidated_by, close_kind, closed_by, end_kind, end_reason, recorded_by,
+         _rowid) in rows:
         subject = ent(sid)
         predicate = pred(pid)
         obj = decode_literal(lit, timezone) if lit is not None else ent(oid)
@@ -182,6 +183,7 @@ def _build_facts(rows: Sequence[Sequence[Any]], now: int, namespace: str, timezo
             "ended_reason": (end_reason if close_kind is None
                              else closed_by if close_kind in reasoned else None),
             "timezone": timezone,
+            "recorded_by": recorded_by,
         })
         append(f)
     return out

@@ -92,6 +92,11 @@ class Fact(_Dictable):
     for an end written with the fact). ``invalidated_by`` is the superseding
     fact's id (only ever a fact id), ``ended_reason`` the free-text reason
     given to ``invalidate`` / ``retract`` / ``correct`` (``None`` if none was).
+
+    ``recorded_by`` is who wrote this version: the server token's name, the
+    name given to :meth:`~chronomem.Memory.acting_as` or ``open(agent=...)``,
+    else the local OS user; ``None`` for a version written before chronomem
+    recorded it (schema 10) or imported from an export that did not carry it.
     """
 
     id: str
@@ -116,6 +121,7 @@ class Fact(_Dictable):
     ended_reason: str | None = None
     timezone: str = "UTC"
     ended_by: CloseKind | None = None
+    recorded_by: str | None = None
 
     @property
     def valid_from_text(self) -> str | None:

@@ -94,7 +94,13 @@ class Row:
     closed version records that end: a value cut on arrival (placement rule
     1) or cut before it was ever stored. ``None`` otherwise (``MAX_US`` for an
     open end). Internal bookkeeping: a retraction or correction of the
-    cutter gives the version this end back."""
+    cutter gives the version this end back.
+
+    ``recorded_by`` is who wrote the version (the writer's name the unit of
+    work stamps on every version a transaction inserts; an import keeps the
+    exported one). ``None``: not recorded (written before schema 10).
+    Not part of what a version says: two versions alike but for it are equal
+    in content (:func:`~chronomem.core.engine.same_content`)."""
 
     __slots__ = (
         "rowid", "fact_id", "version", "ns_id", "subject_id", "predicate_id",
@@ -102,7 +108,7 @@ class Row:
         "system_from", "system_to",
         "confidence", "source", "episode_id", "properties", "invalidated_by",
         "close_kind", "closed_by", "end_kind", "end_reason", "stated_to", "stated_to_prec",
-        "subject_name", "predicate_name", "object_name",
+        "recorded_by", "subject_name", "predicate_name", "object_name",
     )
 
     def __init__(
@@ -132,6 +138,7 @@ class Row:
         end_reason: str | None = None,
         stated_to: int | None = None,
         stated_to_prec: int | None = None,
+        recorded_by: str | None = None,
         subject_name: str | None = None,
         predicate_name: str | None = None,
         object_name: str | None = None,
@@ -161,6 +168,7 @@ class Row:
         self.end_reason = end_reason
         self.stated_to = stated_to
         self.stated_to_prec = stated_to_prec
+        self.recorded_by = recorded_by
         self.subject_name = subject_name
         self.predicate_name = predicate_name
         self.object_name = object_name

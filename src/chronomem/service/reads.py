@@ -10,7 +10,7 @@ from typing import Any, Iterable, Sequence, TypeVar
 
 from ..core.codec import encode_literal, tuples_to_facts
 from ..core.ids import MIN_ID_CHARS, is_full_id
-from ..core.limits import MAX_COUNT, MAX_FACTS_LIMIT, check_bool, check_count
+from ..core.limits import MAX_AGENT_CHARS, MAX_COUNT, MAX_FACTS_LIMIT, check_bool, check_count, check_text
 from ..core.models import Event, Fact, Provenance, Stats
 from ..core.names import normalize_key
 from ..core.time import MAX_US, MIN_US, TimeLike, from_us, to_us
@@ -36,6 +36,14 @@ def _HISTORY_ORDER(r: Sequence[Any]) -> tuple[Any, ...]:
     return (r[10], r[0], r[1])  # system_from, fact_id, version (READ_COLUMNS)
 
 
+def check_writer(value: object, field: str = "recorded_by") -> str:
+    """A writer's name to filter by: a string of at most ``MAX_AGENT_CHARS``
+    (matched exactly, as stored)."""
+    if not isinstance(value, str) or not value:
+        raise InvalidInputError(f"{field} must be a non-empty string, not {value!r}")
+    return check_text(value, field, MAX_AGENT_CHARS)
+
+
 def window(items: list[T] | None, limit: int | None, offset: int) -> list[T]:
     """``items[offset:offset + limit]`` with both checked (``limit=None``: no
     limit; ``items=None``: only check them)."""
@@ -58,7 +66,8 @@ class FactReads:
     def query(self, subject: str | None = None, predicate: str | None = None, object: Any = None, *,
               as_of: TimeLike | None = None, known_at: TimeLike | None = None, direction: str = "out",
               limit: int | None = None, all_versions: bool = False, overlap: tuple[int, int] | None = None,
-              literal: bool = False, ended_by: int | None = None) -> FactQuery | None:
+              literal: bool = False, ended_by: int | None = None,
+              recorded_by: str | None = None) -> FactQuery | None:
         """The :class:`FactQuery` for :meth:`facts`' arguments (``None``: a name
         that resolves to nothing, so the answer is empty without a read)."""
         scope = self._scope
@@ -67,6 +76,8 @@ class FactReads:
         if limit is not None:  # facts() checks its own limit; here it may include facts()' offset
             check_count(limit, "limit", 0, MAX_FACTS_LIMIT + MAX_COUNT)
         check_bool(literal, "literal")
+        if recorded_by is not None:
+            check_writer(recorded_by)
         as_of_us = scope.instant(as_of, "as_of")
         known_us = scope.known(known_at)
         # Names resolve inside the read's own SQL (in its snapshot, with no
@@ -93,6 +104,7 @@ class FactReads:
         return FactQuery(
             scope.ns_id, subject_ids, object_id, object_lit, direction,  # type: ignore[arg-type]
             as_of_us, known_us, all_versions, overlap, None, limit, subject_key, predicate_key, ended_by=ended_by,
+            recorded_by=recorded_by,
         )
 
     def run(self, q: FactQuery | None, offset: int = 0) -> list[Fact]:
@@ -141,6 +153,7 @@ class FactReads:
         literal: bool = False,
         decay_half_life: float | None = None,
         offset: int = 0,
+        recorded_by: str | None = None,
     ) -> list[Fact]:
         """Facts matching the filters. ``as_of`` pins valid time (``None``: all
         of history, each flagged ``current``); ``known_at`` pins system time
@@ -149,14 +162,16 @@ class FactReads:
         ``decay_half_life`` (days) lowers confidence by age at read time.
         ``limit`` (default: no limit) and ``offset`` (default 0) page the
         answer in its order (valid start, then id): the read stops after
-        ``offset + limit`` rows and only ``limit`` of them become facts."""
+        ``offset + limit`` rows and only ``limit`` of them become facts.
+        ``recorded_by`` keeps only the versions that writer recorded (exact
+        name, :attr:`Fact.recorded_by`)."""
         if limit is not None:
             check_count(limit, "limit", 0, MAX_FACTS_LIMIT)
         off = count(offset, "offset", 0)
         if limit is not None and off:
             limit += off
         q = self.query(subject, predicate, object, as_of=as_of, known_at=known_at,
-                       direction=direction, limit=limit, literal=literal)
+                       direction=direction, limit=limit, literal=literal, recorded_by=recorded_by)
         deep = self._deep_page(q, off) if q is not None and q.limit is not None and off >= DEEP_OFFSET else None
         out = self.run(q, off) if deep is None else deep
         if decay_half_life is not None:
@@ -223,19 +238,22 @@ class FactReads:
                                      overlap=(lo, hi)))
 
     def history(self, subject: str, predicate: str | None = None, *, direction: str = "out",
-                limit: int | None = None, offset: int = 0) -> list[Fact]:
+                limit: int | None = None, offset: int = 0, recorded_by: str | None = None) -> list[Fact]:
         """Every version on both axes (the audit trail), oldest record first;
         ``limit`` / ``offset`` (default: all, from the first) page that order.
-        The order is system time, so every version is read to find a page."""
+        The order is system time, so every version is read to find a page.
+        ``recorded_by`` keeps only the versions that writer recorded."""
         window(None, limit, offset)  # checked before the read
-        page: list[tuple[Any, ...]] = window(self.history_rows(subject, predicate, direction=direction), limit, offset)
+        page: list[tuple[Any, ...]] = window(
+            self.history_rows(subject, predicate, direction=direction, recorded_by=recorded_by), limit, offset)
         return self.facts_of(page)
 
     def history_rows(self, subject: str, predicate: str | None = None, *,
-                     direction: str = "out") -> list[tuple[Any, ...]]:
+                     direction: str = "out", recorded_by: str | None = None) -> list[tuple[Any, ...]]:
         """:meth:`history`'s raw tuples in its order (system time, id, version):
         sorted before they become facts, so a page builds only its own."""
-        rows = self.rows(self.query(subject, predicate, direction=direction, all_versions=True))
+        rows = self.rows(self.query(subject, predicate, direction=direction, all_versions=True,
+                                    recorded_by=recorded_by))
         rows.sort(key=_HISTORY_ORDER)
         return rows
 

@@ -32,11 +32,15 @@ __all__ = ["UnitOfWork", "writing"]
 class UnitOfWork:
     """The work of one write transaction ``tx`` in ``scope``'s namespace."""
 
-    __slots__ = ("scope", "tx", "_work", "_builder", "written")
+    __slots__ = ("scope", "tx", "_work", "_builder", "written", "recorded_by")
 
     def __init__(self, scope: Scope, tx: WriteTx) -> None:
         self.scope = scope
         self.tx = tx
+        # who every version this transaction inserts is recorded as, decided
+        # once: a version the engine derives from an older one (an invalidation's
+        # closed interval, a restored or coalesced value) is this writer's too
+        self.recorded_by = scope.recorded_by()
         self._work: TxWork | None = None
         self._builder: CandidateBuilder | None = None
         # the facts this transaction wrote versions of: what a caller must read
@@ -86,6 +90,9 @@ class UnitOfWork:
             tx.close_rows(work.closes)
         rows = work.result_rows()
         if rows:
+            by = self.recorded_by
+            for r in rows:
+                r.recorded_by = by
             tx.insert_rows(rows)
             self.written.extend(r.fact_id for r in rows)
         if work.sources:

@@ -28,6 +28,7 @@ FACT_COLUMNS = (
     "object_lit", "valid_from", "valid_from_prec", "valid_to", "valid_to_prec",
     "system_from", "system_to", "confidence", "source", "episode_id", "properties",
     "invalidated_by", "close_kind", "closed_by", "end_kind", "end_reason", "stated_to", "stated_to_prec",
+    "recorded_by",
 )
 
 
@@ -37,7 +38,7 @@ READ_COLUMNS = (
     "fact_id", "version", "subject_id", "predicate_id", "object_id", "object_lit",
     "valid_from", "valid_from_prec", "valid_to", "valid_to_prec", "system_from", "system_to",
     "confidence", "source", "episode_id", "properties", "invalidated_by", "close_kind", "closed_by",
-    "end_kind", "end_reason", "rowid",
+    "end_kind", "end_reason", "recorded_by", "rowid",
 )
 
 
@@ -105,6 +106,8 @@ class FactQuery:
     extra: dict[str, Any] = field(default_factory=dict)
     # only facts whose valid interval had ended by this time (``valid_to <= ended_by``)
     ended_by: int | None = None
+    # only versions recorded by this writer (``recorded_by``, exact name)
+    recorded_by: str | None = None
     # only facts whose object is one of these entity ids or one of these
     # encoded literals (``(ids, literals)``; with ``direction="out"``)
     object_in: tuple[Sequence[int], Sequence[str]] | None = None

@@ -34,7 +34,7 @@ def fact_values(r: Row) -> tuple[Any, ...]:
         r.fact_id, r.version, r.ns_id, r.subject_id, r.predicate_id, r.object_id, r.object_lit,
         r.valid_from, r.valid_from_prec, r.valid_to, r.valid_to_prec, r.system_from, r.system_to,
         r.confidence, r.source, r.episode_id, r.properties, r.invalidated_by, r.close_kind, r.closed_by,
-        r.end_kind, r.end_reason, r.stated_to, r.stated_to_prec,
+        r.end_kind, r.end_reason, r.stated_to, r.stated_to_prec, r.recorded_by,
     )
 
 

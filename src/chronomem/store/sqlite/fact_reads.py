@@ -47,6 +47,7 @@ class FactReadsMixin:
             None if q.subject_ids is None else len(q.subject_ids),
             q.object_id is None, q.object_lit is None, q.direction, q.limit is None,
             q.subject_key is None, q.predicate_key is None, q.ended_by is None, q.keys_only,
+            q.recorded_by is None,
             q.entity_objects, q.key_objects, None if q.rowids is None else len(q.rowids),
         )
         sql = self._sql_cache.get(shape)
@@ -98,6 +99,8 @@ def _query_params(q: FactQuery) -> list[Any]:
         cparams += [q.overlap[1], q.overlap[0]]
     if q.ended_by is not None:
         cparams.append(q.ended_by)
+    if q.recorded_by is not None:
+        cparams.append(q.recorded_by)
     if q.predicate_key is not None:
         cparams += [q.ns_id, q.predicate_key]
     if q.fact_ids is not None:
