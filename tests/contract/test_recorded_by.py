@@ -6,6 +6,7 @@ correction, a restored value, a merge) are the writer's of that write."""
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 import chronomem
 from chronomem import CloseKind, FakeClock, InvalidInputError, Memory
 from chronomem.copy import copy_store
+from chronomem.io import export_jsonl, import_jsonl
 from chronomem.service.scope import local_user
 from conftest import store_target
 from contract._helpers import MemoryFactory
@@ -136,15 +138,19 @@ def test_export_import_and_copy_keep_who_wrote_each_version(mem: Memory, make_me
     assert eps_before[0][1] == "tok-a"
 
     buf = io.StringIO()
-    mem.export_jsonl(buf)
-    assert '"recorded_by": "tok-b"' in buf.getvalue()
+    export_jsonl(mem, buf)
+    lines = [json.loads(x) for x in buf.getvalue().splitlines()]
+    assert lines[0]["format_version"] == 7
+    assert sorted((r["version"], r["recorded_by"]) for r in lines if r["type"] == "fact") == [
+        (1, "tok-a"), (2, "tok-b")]
+    assert [r["recorded_by"] for r in lines if r["type"] == "episode"] == ["tok-a"]
     buf.seek(0)
-    restored = make_memory("restored")
-    with restored.acting_as("the-importer"):  # a restore keeps the exported writers
-        restored.import_jsonl(buf)
-    assert sorted((v.id, v.version, v.recorded_by) for v in restored.history("Ada")) == before
-    assert sorted((e.id, e.recorded_by) for e in restored.episodes()) == eps_before
-    assert [v.version for v in restored.history("Ada", recorded_by="tok-b")] == [2]
+    with chronomem.open(store_target(backend, tmp_path / "restored", request)) as restored:
+        with restored.acting_as("the-importer"):  # a restore keeps the exported writers
+            import_jsonl(restored, buf)
+        assert sorted((v.id, v.version, v.recorded_by) for v in restored.history("Ada")) == before
+        assert sorted((e.id, e.recorded_by) for e in restored.episodes()) == eps_before
+        assert [v.version for v in restored.history("Ada", recorded_by="tok-b")] == [2]
 
     # copy to SQLite, then from there to a fresh store of this backend: both directions
     with chronomem.open(tmp_path / "copy.db") as mid:
@@ -154,3 +160,25 @@ def test_export_import_and_copy_keep_who_wrote_each_version(mem: Memory, make_me
             copy_store(mid.store, again.store)
             assert sorted((v.id, v.version, v.recorded_by) for v in again.history("Ada")) == before
             assert sorted((e.id, e.recorded_by) for e in again.episodes()) == eps_before
+
+
+def test_an_export_without_recorded_by_imports_as_not_recorded(mem: Memory, backend: str, tmp_path: Path,
+                                                                request: pytest.FixtureRequest) -> None:
+    with mem.acting_as("tok-a"):
+        mem.add_fact("Ada", "knows", "Bob")
+        mem.add_episode("Ada knows Bob.")
+    buf = io.StringIO()
+    export_jsonl(mem, buf)
+    lines = [json.loads(x) for x in buf.getvalue().splitlines()]
+    old = [{**r, "format_version": 6} if r["type"] == "chronomem-export" else
+           {k: v for k, v in r.items() if k != "recorded_by"} for r in lines]
+    bad = [dict(r, recorded_by=7) if r["type"] == "fact" else r for r in lines]
+    with chronomem.open(store_target(backend, tmp_path / "old", request)) as dst:
+        with pytest.raises(InvalidInputError, match="recorded_by"):  # nothing written
+            import_jsonl(dst, io.StringIO("\n".join(json.dumps(r) for r in bad)))
+        assert dst.facts() == []
+        with dst.acting_as("the-importer"):
+            import_jsonl(dst, io.StringIO("\n".join(json.dumps(r) for r in old)))
+        assert [(f.object, f.recorded_by) for f in dst.facts("Ada")] == [("Bob", None)]
+        assert [e.recorded_by for e in dst.episodes()] == [None]
+        assert dst.facts(recorded_by="the-importer") == []

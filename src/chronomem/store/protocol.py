@@ -146,6 +146,9 @@ class EpisodeRecord:
     superseded_at: int | None = None
     erased_at: int | None = None
     superseded_recorded_at: int | None = None
+    # who wrote it (the writer's name; None: not recorded, before schema 10).
+    # Not EpisodeFilter.recorded_by, which bounds recorded_at
+    recorded_by: str | None = None
 
 
 @dataclass(frozen=True)

@@ -179,6 +179,7 @@ class Episodes:
                         ) -> list[EpisodeRecord]:
         emb = self._embedding.current
         recs: list[EpisodeRecord] = []
+        writer = self._scope.recorded_by()  # once per transaction, as the unit of work decides it
         with self._es.write() as tx:
             model_id = tx.embedding_model_id(emb.name, emb.dim) if (emb is not None and vectors is not None) else None
             vec_items: list[tuple[int, int, bytes]] = []
@@ -188,7 +189,7 @@ class Episodes:
                 rec = EpisodeRecord(
                     0, p.id, self._scope.ns_id, p.text, p.occurred.us if p.occurred else None,
                     int(p.occurred.precision) if p.occurred else None, recorded, p.source, p.session, p.speaker,
-                    p.metadata,
+                    p.metadata, recorded_by=writer,
                 )
                 rowid = tx.insert_episode(rec)
                 recs.append(dataclasses.replace(rec, rowid=rowid))
@@ -493,6 +494,7 @@ class Episodes:
             occurred_precision=Precision(rec.occurred_prec) if rec.occurred_prec is not None else None,
             superseded_recorded_at=(from_us(rec.superseded_recorded_at)
                                     if rec.superseded_recorded_at is not None else None),
+            recorded_by=rec.recorded_by,
         )
 
     def episode(self, episode_id: str) -> Episode:

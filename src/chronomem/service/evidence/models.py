@@ -53,7 +53,9 @@ class Episode(_Dictable):
     when the memory recorded it (``docs/concepts/time.md``, "Evidence views").
     ``fact_ids``: the facts that cite it. An erased episode (a tombstone)
     keeps only its id, namespace, times and supersession link (``erased_at``
-    set, ``text`` empty; ``docs/evidence.md``, "Erasure").
+    set, ``text`` empty; ``docs/evidence.md``, "Erasure"). ``recorded_by``:
+    who wrote it (as :attr:`chronomem.Fact.recorded_by`; ``None`` when not
+    recorded, before schema 10; a tombstone keeps it).
     """
 
     id: str
@@ -72,6 +74,7 @@ class Episode(_Dictable):
     namespace: str = "default"
     occurred_precision: Precision | None = None
     superseded_recorded_at: _dt.datetime | None = None
+    recorded_by: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         # one JSON time form: occurred_at at the precision it was given ("2023-05-08")

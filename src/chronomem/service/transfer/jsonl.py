@@ -78,9 +78,11 @@ EXPORT_FORMAT = "chronomem-export"
 #: becomes the ``end_reason``); version 5 the ``import_key`` lines (what
 #: transcript imports stored, so a restored memory re-imports nothing);
 #: version 6 a fact's ``stated_end`` (the end it was given before another
-#: value cut it; files without it restore with none recorded).
-EXPORT_VERSION = 6
-_READS_VERSIONS = (1, 2, 3, 4, 5, 6)
+#: value cut it; files without it restore with none recorded); version 7
+#: who recorded each fact version and episode (``recorded_by``; files
+#: without it restore with ``null``: not recorded).
+EXPORT_VERSION = 7
+_READS_VERSIONS = (1, 2, 3, 4, 5, 6, 7)
 
 
 @dataclass

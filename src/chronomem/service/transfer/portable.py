@@ -11,7 +11,8 @@ exactly the same things. :func:`namespace_records` yields, in this order:
 * ``fact`` records, one per version, with both time axes, provenance, what
   cut its valid interval short (``end_kind``, ``invalidated_by``,
   ``end_reason``, and ``stated_end``: the end it was given, where a cut left
-  no closed version to record it) and how the version was closed; ``source`` records (extra evidence, with the
+  no closed version to record it), how the version was closed and who
+  recorded it (``recorded_by``); ``source`` records (extra evidence, with the
   episode each cites); ``operation`` records (merges and their undo records);
 * ``embedding_model`` records (name and dimension of every model the store
   records, in registration order, so ``embedder="auto"`` picks the same one)
@@ -19,7 +20,7 @@ exactly the same things. :func:`namespace_records` yields, in this order:
   ``recorded_at``, source, session, speaker, metadata, supersession
   (``superseded_by``; ``superseded_at``, when it takes effect in valid
   time; ``superseded_recorded_at``, when it was recorded), erasure (a
-  tombstone keeps its id and times, its text is empty), the resolved time
+  tombstone keeps its id and times, its text is empty), who recorded it, the resolved time
   mentions and the float32 vector of each model (the stored int8 vector
   times its scale: importing it stores the same int8 bytes again);
 * ``import_key`` records: what transcript imports stored (a hashed message
@@ -165,7 +166,7 @@ def namespace_records(store: Store, ns_id: int) -> Iterator[Record]:
             "properties": _props(r.properties), "invalidated_by": r.invalidated_by,
             "close_kind": r.close_kind, "closed_by": r.closed_by,
             "end_kind": r.end_kind, "end_reason": r.end_reason,
-            **_stated_end(r),
+            **_stated_end(r), "recorded_by": r.recorded_by,
         }
     ids = list(fact_ids)
     for i in range(0, len(ids), _SOURCE_BATCH):
@@ -212,6 +213,7 @@ def _episode_records(store: EpisodeStore, ns_id: int) -> Iterator[Record]:
                 "metadata": _props(r.metadata), "superseded_by": r.superseded_by, "superseded_at": r.superseded_at,
                 "superseded_recorded_at": r.superseded_recorded_at,
                 "erased_at": r.erased_at, "mentions": mentions.get(r.rowid, []), "vectors": vectors.get(r.rowid, {}),
+                "recorded_by": r.recorded_by,
             }
     for key, episode_id, digest in store.all_import_keys(ns_id):
         yield {"type": "import_key", "key": key, "episode_id": episode_id, "digest": digest}

@@ -17,6 +17,7 @@ import re
 from typing import Any, Callable, Mapping, TypeGuard, cast
 
 from ...core.codec import decode_literal
+from ...core.limits import MAX_AGENT_CHARS, check_text
 from ...core.names import normalize_key
 from ...core.time import FIRST_US, LAST_US, MAX_US, MIN_US, Precision
 from ...core.version import CLOSE_KINDS, END_KINDS, CloseKind, legacy_end_cause
@@ -65,6 +66,17 @@ def _stated_end(rec: Mapping[str, Any]) -> tuple[int | None, int | None]:
         return MAX_US, 0
     at = _us(rec, "stated_end", optional=False)
     return at, _prec(rec, "stated_end_precision")
+
+
+def _writer(rec: Mapping[str, Any]) -> str | None:
+    """A record's ``recorded_by``: who wrote it, kept as exported (``None``:
+    not recorded, or a file before export format 7)."""
+    value = rec.get("recorded_by")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise InvalidInputError("recorded_by must be a non-empty string or null")
+    return check_text(value, "recorded_by", MAX_AGENT_CHARS)
 
 
 def _opt_str(rec: Mapping[str, Any], name: str) -> str | None:
@@ -355,6 +367,7 @@ class Restorer:
             vt_us, _prec(rec, "valid_to_precision") if vt is not None else 0,
             sf, st_us, float(conf), _opt_str(rec, "source"), _opt_str(rec, "episode_id"),
             _dump_json(props), *self._end_cause(rec), stated_to=stated[0], stated_to_prec=stated[1],
+            recorded_by=_writer(rec),
         ))
         if len(self._rows) >= _ROW_BATCH:
             self._flush()
@@ -502,7 +515,7 @@ class Restorer:
             _opt_str(rec, "source"), _opt_str(rec, "session"), _opt_str(rec, "speaker"),
             # as add_episode stores it (an empty dict: none)
             json.dumps(metadata, sort_keys=True, ensure_ascii=False) if metadata else None,
-            superseded_by, superseded_at, erased, superseded_recorded,
+            superseded_by, superseded_at, erased, superseded_recorded, _writer(rec),
         )
         rowid = etx.restore_episode(stored)
         self.episode_ids.add(eid)

@@ -30,13 +30,14 @@ __all__ = ["BaseEpisodeStore", "BaseEpisodeTx", "EP_COLS", "EpisodeSQL", "pruned
 # the columns of an EpisodeRecord, in order, of ``episodes e``
 EP_COLS = (
     "e.rowid, e.id, e.ns_id, e.text, e.occurred_at, e.occurred_prec, e.recorded_at, e.source, e.session, "
-    "e.speaker, e.metadata, e.superseded_by, e.superseded_at, e.erased_at, e.superseded_recorded_at"
+    "e.speaker, e.metadata, e.superseded_by, e.superseded_at, e.erased_at, e.superseded_recorded_at, "
+    "e.recorded_by"
 )
 
 # the columns an insert of an episode sets; a raw restore also sets its
 # supersession and erasure (tombstones included)
 _INSERT_COLS = ("id", "ns_id", "text", "occurred_at", "occurred_prec", "recorded_at", "source", "session",
-                "speaker", "metadata")
+                "speaker", "metadata", "recorded_by")
 _RESTORE_COLS = (*_INSERT_COLS, "superseded_by", "superseded_at", "erased_at", "superseded_recorded_at")
 # their values, from the EpisodeRecord fields of the same names
 _insert_values = attrgetter(*_INSERT_COLS)
