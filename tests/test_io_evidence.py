@@ -168,7 +168,7 @@ def test_export_import_restores_every_evidence_read(make_memory: MemoryFactory, 
     buf = io.StringIO()
     exported = export_jsonl(src, buf)
     lines = [json.loads(x) for x in buf.getvalue().splitlines()]
-    assert lines[0]["format_version"] == EXPORT_VERSION == 6
+    assert lines[0]["format_version"] == EXPORT_VERSION == 7
     assert (exported.episodes, exported.tombstones, exported.vectors) == (9, 1, 9)
     tomb = next(x for x in lines if x["type"] == "episode" and x["erased_at"] is not None)
     assert tomb["text"] == "" and tomb["speaker"] is None and tomb["vectors"] == {} and tomb["mentions"] == []

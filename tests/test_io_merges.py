@@ -93,7 +93,7 @@ def test_restore_keeps_merges_for_known_at_and_unmerge(make_memory: MemoryFactor
     buf = io.StringIO()
     exported = export_jsonl(src, buf)
     lines = [json.loads(x) for x in buf.getvalue().splitlines()]
-    assert lines[0]["format_version"] == EXPORT_VERSION == 6
+    assert lines[0]["format_version"] == EXPORT_VERSION == 7
     assert exported.operations == 2 and [x["id"] for x in lines if x["type"] == "operation"] == [active, undone]
 
     (tmp_path / "dst").mkdir()

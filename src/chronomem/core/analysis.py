@@ -61,7 +61,8 @@ def timeline(versions: Sequence[Fact], start: int | None, end: int | None,
         vs.sort(key=lambda f: f.version)
         first = vs[0]
         events.append(Event(first.system_from, "recorded", "system", fid,
-                            f"recorded: {_stmt(first)} {first.interval_text}", first))
+                            f"recorded: {_stmt(first)} {first.interval_text}", first,
+                            recorded_by=first.recorded_by))
         for v in vs:
             if v.system_to is None:
                 continue
@@ -82,16 +83,19 @@ def timeline(versions: Sequence[Fact], start: int | None, end: int | None,
                         f" (was {v.interval_text})")
             else:
                 text = f"{kind or 'closed'}: {_stmt(v)} {v.interval_text}{why}"
-            events.append(Event(v.system_to, kind.value if kind else "closed", "system", fid, text, v))
+            # the change wrote the next version (a retraction or coalescing writes none of this fact)
+            by = nxt.recorded_by if nxt is not None else None
+            events.append(Event(v.system_to, kind.value if kind else "closed", "system", fid, text, v,
+                                recorded_by=by))
         live = [v for v in vs if v.system_to is None]
         for v in live:
             if v.valid_from is not None:
                 events.append(Event(v.valid_from, "started", "valid", fid, f"started: {_stmt(v)}", v,
-                                    v.valid_from_precision))
+                                    v.valid_from_precision, v.recorded_by))
             if v.valid_to is not None:
                 events.append(Event(v.valid_to, "ended", "valid", fid,
                                     f"ended: {_stmt(v)} {v.interval_text}{_end_cause(v, by_id, enders or {})}", v,
-                                    v.valid_to_precision))
+                                    v.valid_to_precision, v.recorded_by))
     if start is not None:
         events = [e for e in events if to_us(e.at) >= start]
     if end is not None:

@@ -213,7 +213,11 @@ EventKind = Literal["started", "ended", "recorded", "corrected", "retracted", "s
 @dataclass(frozen=True)
 class Event(_Dictable):
     """A timeline event. ``at`` is on the valid axis for started/ended and on the
-    system axis for the rest (``axis`` says which)."""
+    system axis for the rest (``axis`` says which). ``recorded_by``: who
+    wrote the version the event comes from (``recorded``: the first;
+    ``started`` / ``ended``: the believed one; a correction, restore or merge:
+    the version it wrote); ``None`` where no version records it (a
+    retraction writes none) or it was not recorded."""
 
     at: _dt.datetime
     kind: str
@@ -222,6 +226,7 @@ class Event(_Dictable):
     text: str
     fact: Fact | None = None
     precision: Precision | None = None
+    recorded_by: str | None = None
 
 
 @dataclass(frozen=True)

@@ -354,7 +354,7 @@ class FactReads:
             fact = scope.fact(r, now)
             kind = "recorded" if r.version == 1 else "new version"
             events.append((r.system_from, r.rowid or 0, Event(fact.system_from, kind, "system", fact.id,
-                                                     f"{kind}: {fact.line()}", fact)))
+                                                     f"{kind}: {fact.line()}", fact, recorded_by=r.recorded_by)))
             if r.system_to != MAX_US and fact.system_to is not None:
                 closed = r.close_kind or "closed"
                 events.append((r.system_to, r.rowid or 0, Event(fact.system_to, closed, "system", fact.id,

@@ -248,18 +248,21 @@ def closed_cause(f: Fact) -> str:
 
 
 def history_table(facts: Sequence[Fact], title: str | None = None) -> Table:
-    """Fact versions with their system-time interval and how they were closed."""
+    """Fact versions with their system-time interval, who recorded each and
+    how they were closed."""
     table = _table(title)
     table.add_column("fact", overflow="fold", ratio=1)
     table.add_column("valid", overflow="fold")
     table.add_column("recorded", no_wrap=True)
+    table.add_column("by", overflow="fold")
     table.add_column("closed", overflow="fold")
     table.add_column("id", no_wrap=True, style="dim")
     table.add_column("v", justify="right")
     shown = short_ids(facts)
     for f in facts:
         closed = "" if f.system_to is None else f"{fmt_time(f.system_to)} {closed_cause(f)}"
-        table.add_row(statement(f), interval(f), fmt_time(f.system_from), closed, shown[f.id], str(f.version))
+        table.add_row(statement(f), interval(f), fmt_time(f.system_from), f.recorded_by or "", closed, shown[f.id],
+                      str(f.version))
     return table
 
 
@@ -277,7 +280,7 @@ def fact_lines(facts: Sequence[Fact], at: At, history: bool = False) -> None:
         cols = [statement(f), interval(f)]
         if history:
             closed = "" if f.system_to is None else f"{fmt_time(f.system_to)} {closed_cause(f)}"
-            cols += [fmt_time(f.system_from), closed, f.id, str(f.version)]
+            cols += [fmt_time(f.system_from), f.recorded_by or "", closed, f.id, str(f.version)]
         else:
             cols += [status_text(f, at), f.id]
         click.echo("\t".join(cols))

@@ -58,13 +58,16 @@ def _known(mem: Memory, found: Sequence[object], name: str | None) -> None:
 @click.option("--direction", type=_DIRECTION, default="out", show_default=True,
               help="With --subject: outgoing, incoming or both.")
 @click.option("--limit", type=click.IntRange(min=0), help="At most this many facts.")
+@click.option("--recorded-by", metavar="NAME", help="Only versions this writer recorded (exact name).")
 @click.option("--sql", is_flag=True, help="Print the SQL the query would run instead of running it.")
 @json_option
 def facts_cmd(subject: str | None, predicate: str | None, obj: str | None, literal: bool, as_of: TimePoint | None,
-              known_at: TimePoint | None, direction: str, limit: int | None, sql: bool) -> None:
+              known_at: TimePoint | None, direction: str, limit: int | None, recorded_by: str | None,
+              sql: bool) -> None:
     """Query facts on both time axes."""
     mem = state().memory(create=False)
-    kwargs = dict(as_of=as_of, known_at=known_at, direction=direction, limit=limit, literal=literal)
+    kwargs = dict(as_of=as_of, known_at=known_at, direction=direction, limit=limit, literal=literal,
+                  recorded_by=recorded_by)
     if sql:
         text, params = mem.facts_sql(subject, predicate, obj, **kwargs)
 
@@ -77,7 +80,7 @@ def facts_cmd(subject: str | None, predicate: str | None, obj: str | None, liter
         return
     at = read_at(mem, as_of)  # statuses are relative to --as-of ("valid at 2019-06"), else now
     found = mem.facts(subject, predicate, obj, as_of=as_of, known_at=known_at, direction=direction,
-                      limit=limit, literal=literal)
+                      limit=limit, literal=literal, recorded_by=recorded_by)
     _known(mem, found, subject)
     facts_out(found, at=at)
 
@@ -99,11 +102,13 @@ def current_cmd(subject: str, predicate: str | None) -> None:
 @click.argument("predicate", required=False)
 @click.option("--direction", type=_DIRECTION, default="out", show_default=True,
               help="Outgoing, incoming or both.")
+@click.option("--recorded-by", metavar="NAME", help="Only versions this writer recorded (exact name).")
 @json_option
-def history_cmd(subject: str, predicate: str | None, direction: str) -> None:
-    """Every version of SUBJECT's facts on both axes (the audit trail)."""
+def history_cmd(subject: str, predicate: str | None, direction: str, recorded_by: str | None) -> None:
+    """Every version of SUBJECT's facts on both axes (the audit trail), with
+    who recorded each."""
     mem = state().memory(create=False)
-    found = mem.history(subject, predicate, direction=direction)
+    found = mem.history(subject, predicate, direction=direction, recorded_by=recorded_by)
     _known(mem, found, subject)
     facts_out(found, "history", at=read_at(mem, None), history=True)
 
@@ -116,8 +121,8 @@ def history_cmd(subject: str, predicate: str | None, direction: str) -> None:
 def timeline_cmd(entity: str, start: TimePoint | None, end: TimePoint | None) -> None:
     """Chronological events about ENTITY (valid and system time)."""
     events = state().memory(create=False).timeline(entity, start, end)
-    rows_out(events, "events", {"at": {"no_wrap": True}, "axis": {}, "event": FOLD},
-             lambda e: (fmt_time(e.at, e.precision), e.axis, e.text))
+    rows_out(events, "events", {"at": {"no_wrap": True}, "axis": {}, "event": FOLD, "by": FOLD},
+             lambda e: (fmt_time(e.at, e.precision), e.axis, e.text, e.recorded_by or ""))
 
 
 @click.command("diff")

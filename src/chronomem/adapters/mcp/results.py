@@ -80,6 +80,8 @@ def compact_fact(f: Fact) -> dict[str, Any]:
     if f.invalidated_by:
         out["invalidated_by"] = f.invalidated_by
     out["recorded_at"] = _iso(f.system_from)
+    if f.recorded_by:  # who wrote this version (absent: not recorded)
+        out["recorded_by"] = f.recorded_by
     if f.system_to is not None:
         out["superseded_at"] = _iso(f.system_to)
     if f.version != 1:
@@ -168,6 +170,7 @@ def event_dict(e: Event, tz: _dt.tzinfo) -> dict[str, Any]:
         "axis": e.axis,
         "fact_id": e.fact_id,
         "text": e.text,
+        **({"recorded_by": e.recorded_by} if e.recorded_by else {}),
     }
 
 

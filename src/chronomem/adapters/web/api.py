@@ -112,7 +112,8 @@ def api_routes(mem: Memory) -> list[Route]:
             pg = _page(request)
             facts, nxt = pg.after(mem.facts(
                 q.get("subject") or None, q.get("predicate") or None, q.get("object") or None, as_of=b.as_of,
-                known_at=b.known_at, direction=q.get("direction") or "out", limit=pg.size + 1, offset=pg.offset))
+                known_at=b.known_at, direction=q.get("direction") or "out", limit=pg.size + 1, offset=pg.offset,
+                recorded_by=q.get("recorded_by") or None))
             return t.echo({"basis": b.to_dict(), "count": len(facts), "limit": pg.size,
                            "facts": [b.fact(f) for f in facts], **pg.echo(nxt)})
 

@@ -121,7 +121,7 @@ def _recent_changes(mem: Memory, limit: int) -> list[dict[str, Any]]:
     """The ``limit`` latest system-time events (a version recorded or closed), newest first."""
     return [
         {"at": format_us(to_us(e.at), 6), "kind": e.kind, "fact": e.fact.to_dict() if e.fact else None,
-         "text": e.fact.line() if e.fact else e.text}
+         "text": e.fact.line() if e.fact else e.text, "recorded_by": e.recorded_by}
         for e in mem.recent_changes(limit)
     ]
 

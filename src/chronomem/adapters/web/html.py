@@ -89,13 +89,16 @@ def _obj_html(fact: Mapping[str, Any], basis_params: Mapping[str, Any]) -> str:
     return f'<a href="{esc(entity_url(str(obj), "", basis_params))}">{esc(obj)}</a>'
 
 
+_HEADS = {"recorded_by": "by"}
+
+
 def fact_table(facts: Sequence[Mapping[str, Any]], basis_params: Mapping[str, Any], *,
                columns: Iterable[str] = ("subject", "predicate", "object", "interval", "status", "id")) -> str:
     """A table of fact dicts (``Fact.to_dict()``)."""
     cols = list(columns)
     if not facts:
         return '<p class="muted">none</p>'
-    head = "".join(f"<th>{esc(c)}</th>" for c in cols)
+    head = "".join(f"<th>{esc(_HEADS.get(c, c))}</th>" for c in cols)
     rows = []
     for f in facts:
         cells = []
@@ -111,6 +114,8 @@ def fact_table(facts: Sequence[Mapping[str, Any]], basis_params: Mapping[str, An
                 cells.append(_status(f, basis_params.get("as_of")))
             elif c == "system":
                 cells.append(esc(f"[{f.get('system_from')}, {f.get('system_to') or '…'})"))
+            elif c == "recorded_by":  # who wrote the version (empty: not recorded)
+                cells.append(esc(f.get("recorded_by") or ""))
             elif c == "id":
                 cell = f"<code>{esc(f.get('id'))}</code> v{esc(f.get('version'))}"
                 if f.get("episode_id"):

@@ -172,6 +172,7 @@ def openapi_document() -> dict[str, Any]:
                         _q("object", "object entity name or literal text"), _AS_OF, _KNOWN_AT,
                         _q("direction", "out, in or both (relative to subject)",
                            schema={"type": "string", "enum": ["out", "in", "both"]}),
+                        _q("recorded_by", "only versions this writer recorded (exact name)"),
                         _q("limit", f"another name for page_size (default {DEFAULT_PAGE_SIZE}, at most "
                            f"{MAX_PAGE_SIZE})", schema={"type": "integer", "minimum": 1, "maximum": MAX_PAGE_SIZE}),
                         *_paging(),

@@ -45,9 +45,9 @@ def index_page(data: Mapping[str, Any]) -> str:
                     f'<td><a href="{esc(entity_url(str(f["subject"]), "", bp))}">{esc(f["subject"])}</a> '
                     f'-{esc(f["predicate"])}-&gt; {esc(repr(f["object"]) if f.get("literal") else f["object"])} '
                     f'{esc("[" + str(f.get("valid_from") or "…") + ", " + str(f.get("valid_to") or "…") + ")")}</td>'
-                    f'<td><code>{esc(f["id"])}</code></td></tr>')
+                    f'<td>{esc(ev.get("recorded_by") or "")}</td><td><code>{esc(f["id"])}</code></td></tr>')
     parts.append('<h2>Recent changes</h2><p class="muted">latest system-time events, newest first</p>')
-    parts.append(f'<table id="recent"><tr><th>recorded at</th><th>event</th><th>fact</th><th>id</th></tr>'
+    parts.append(f'<table id="recent"><tr><th>recorded at</th><th>event</th><th>fact</th><th>by</th><th>id</th></tr>'
                  f'{"".join(rows)}</table>'
                  if rows else '<p class="muted">no facts yet</p>')
     return layout(f"Memory · {data['namespace']}", "".join(parts),
@@ -135,8 +135,8 @@ def entity_page(data: Mapping[str, Any]) -> str:
         + "</div>",
         f'<h2>History</h2><p class="muted">{data["history_total"]} version(s) on both axes, newest first</p>',
         _fold(len(data["history"]), "versions",
-              fact_table(data["history"], bp, columns=("subject", "predicate", "object", "interval", "system", "status",
-                                                       "id"))),
+              fact_table(data["history"], bp, columns=("subject", "predicate", "object", "interval", "system",
+                                                       "recorded_by", "status", "id"))),
         _pager(entity_url(name), pp, data["page"], data["pages"], data["next"]),
     ]
     return layout(name, "".join(parts), json_href=entity_url(name, ".json", {**pp, "page": data["page"]}),
