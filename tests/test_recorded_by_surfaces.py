@@ -54,7 +54,7 @@ def test_cli_filters_and_shows_who_recorded(mem: Memory) -> None:
     assert table.returncode == 0, table.stderr
     lines = [ln.split() for ln in table.stdout.splitlines() if ln.strip()]
     assert lines[0][:4] == ["fact", "valid", "recorded", "by"]
-    assert [(ln[2], ln[5]) for ln in lines[2:]] == [("Lodnon", "tok-a"), ("London", "tok-b")]
+    assert [(ln[2], ln[6]) for ln in lines[2:]] == [("Lodnon", "tok-a"), ("London", "tok-b"), ("Babbage", "tok-b")]
     timeline = cli(db, "timeline", "Ada", "--json")
     events = json.loads(timeline.stdout)
     assert {e["recorded_by"] for e in events if e["kind"] == "corrected"} == {"tok-b"}
