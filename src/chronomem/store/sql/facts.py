@@ -200,8 +200,8 @@ def cutoff_shape(q: FactQuery) -> bool:
     one_subject = q.subject_key is not None if q.subject_ids is None else len(q.subject_ids) == 1
     return not (q.limit is None or q.limit < 1 or not one_subject or q.direction == "in"
                 or q.known_at is not None or q.all_versions or q.overlap is not None or q.ended_by is not None
-                or q.recorded_by is not None or q.predicate_key is not None or q.fact_ids is not None or q.rowids is not None
-                or q.object_id is not None
+                or q.recorded_by is not None or q.predicate_key is not None or q.fact_ids is not None
+                or q.rowids is not None or q.object_id is not None
                 or q.object_lit is not None or q.keys_only or q.entity_objects or q.offset != 0)
 
 
