@@ -55,7 +55,8 @@ WRAPS: dict[str, tuple[str, frozenset[str]]] = {
     "fact_invalidate": ("invalidate", frozenset()),
     "fact_correct": ("correct", frozenset()),
     "fact_retract": ("retract", frozenset()),
-    "facts": ("facts", frozenset()),
+    # recorded_by: results carry it; the filter is left out to keep tools/list within its budget
+    "facts": ("facts", frozenset({"recorded_by"})),
     "timeline": ("timeline", frozenset()),
     "diff": ("diff", frozenset({"known_at", "as_of"})),
     # each conflict lists its first CONFLICT_FACTS facts (facts_total: all)
