@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextvars
 import datetime as _dt
+import functools
 import getpass
 import json
 import time
@@ -30,9 +31,12 @@ __all__ = ["ACTING_AS", "Scope", "count", "local_user"]
 ACTING_AS: contextvars.ContextVar[str | None] = contextvars.ContextVar("chronomem_acting_as", default=None)
 
 
+@functools.cache
 def local_user() -> str:
     """The name an embedded write is recorded as when nobody said: the OS
-    user (``getpass.getuser``), or ``"local"`` where there is none."""
+    user (``getpass.getuser``), or ``"local"`` where there is none. Asked
+    once per process: without USER / LOGNAME set, getpass reads the passwd
+    database (13 us), which every write transaction would pay again."""
     try:
         name = getpass.getuser()
     except Exception:  # no USER/LOGNAME and no passwd entry (some containers)
