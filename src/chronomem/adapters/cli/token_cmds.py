@@ -22,7 +22,7 @@ def token_group() -> None:
 
 @token_group.command("create")
 @click.option("--name", required=True, help="A unique name (letters, digits, . _ @ -); writes are recorded as it.")
-@click.option("--namespace", "namespaces", multiple=True, metavar="NAMESPACE",
+@click.option("--namespace", "namespace", multiple=True, metavar="NAMESPACE",
               help="A namespace the token may use (repeatable; '*' = every namespace, admin only). "
                    "Default: the global --namespace.")
 @click.option("--scope", type=click.Choice(SCOPES), default="read", show_default=True,
@@ -30,11 +30,11 @@ def token_group() -> None:
 @click.option("--expires", default=None, metavar="TIME",
               help="When it stops working: ISO ('2027-01-01') or a phrase ('in 30 days', 'next month').")
 @json_option
-def create_cmd(name: str, namespaces: tuple[str, ...], scope: str, expires: str | None) -> None:
+def create_cmd(name: str, namespace: tuple[str, ...], scope: str, expires: str | None) -> None:
     """Create a token and print it once: it is stored only as a hash and
     cannot be shown again."""
     st = state()
-    created = st.memory().tokens.create(name, list(namespaces) or [st.namespace], scope, expires=expires)
+    created = st.memory().tokens.create(name, list(namespace) or [st.namespace], scope, expires=expires)
     info = created.info
 
     def human(con: Console) -> None:
@@ -58,10 +58,10 @@ def list_cmd() -> None:
             con.print("no tokens: `chronomem serve` on loopback needs none")
             return
         table = Table(show_edge=False, pad_edge=False)
-        for col in ("name", "namespaces", "scopes", "status", "created", "last used", "expires"):
+        for col in ("name", "namespaces", "scope", "status", "created", "last used", "expires"):
             table.add_column(col)
         for t in items:
-            table.add_row(t.name, ", ".join(t.namespaces), ", ".join(t.scopes), t.status, fmt_time(t.created_at),
+            table.add_row(t.name, ", ".join(t.namespaces), t.scopes[-1], t.status, fmt_time(t.created_at),
                           fmt_time(t.last_used_at, empty="never"), fmt_time(t.expires_at, empty="never"))
         con.print(table)
 
