@@ -42,7 +42,7 @@ class TokenSQL:
         self.revoke = f"UPDATE tokens SET revoked_at = {ph} WHERE name = {ph} AND revoked_at IS NULL"
         # only moves forward, so two servers touching at once leave the later time
         self.touch = (f"UPDATE tokens SET last_used_at = {ph} WHERE id = {ph} "
-                      f"AND (last_used_at IS NULL OR last_used_at < {ph})")
+                      f"AND (last_used_at IS NULL OR last_used_at <= {ph})")
 
 
 class TokenReadsMixin(ABC):
