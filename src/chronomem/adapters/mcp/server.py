@@ -193,6 +193,12 @@ class ChronomemMCP(MCPServer[Any]):
             known = ", ".join(t.name for t in self._tool_manager.list_tools())
             raise MCPError(INVALID_PARAMS, safe_text(f"Unknown tool: {name!r}; the tools are: {known}."),
                            data={"tool": safe_text(name)})
+        principal = _principal(context)
+        if principal is not None and name not in READ_TOOLS and not principal.has("write"):
+            # refused before its arguments are even read
+            refusal = ForbiddenError(f"the tool {name} writes; the token {principal.name!r} has only "
+                                     f"{', '.join(principal.scopes)} scope")
+            return error_result(error_text(name, refusal))
         known_args = set(tool.parameters.get("properties", {}))
         unknown = sorted(set(arguments) - known_args)
         if unknown:
@@ -211,13 +217,8 @@ class ChronomemMCP(MCPServer[Any]):
                 wrong = f"{name} failed: {why}; fix the arguments to match the tool's input schema and call again."
         if wrong is not None:
             return error_result(safe_text(wrong))
-        principal = _principal(context)
         if principal is None or self._memory is None:
             return await self._call(name, arguments, context)
-        if name not in READ_TOOLS and not principal.has("write"):
-            refusal = ForbiddenError(f"the tool {name} writes; the token {principal.name!r} has only "
-                                     f"{', '.join(principal.scopes)} scope")
-            return error_result(error_text(name, refusal))
         with self._memory.acting_as(principal.name):  # the tool's write is recorded as the token's name
             return await self._call(name, arguments, context)
 

@@ -236,7 +236,7 @@ class AccessGuard:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        full = scope.get("path", "")
+        full = path = scope.get("path", "")
         method = scope.get("method", "GET")
         request = Request(scope)
         try:
@@ -266,7 +266,7 @@ class AccessGuard:
             app = await self._app_for(namespace)
         except ChronomemError as exc:
             log.info("refused %s %s: %s", method, full, exc)
-            await error_response(exc, full)(scope, receive, send)
+            await error_response(exc, path)(scope, receive, send)  # JSON or a page as the route (not /ns/NAME) says
             return
         if full != path:
             scope = {**scope, "path": path, "raw_path": path.encode("utf-8")}
