@@ -227,8 +227,20 @@ def test_principal_and_acting_as_reach_the_app(team: Team) -> None:
             await send({"type": "http.response.start", "status": 204, "headers": []})
             await send({"type": "http.response.body", "body": b""})
 
-    c = Client(create_app(team.mem, mounts={"/probe": Probe()}))
+    outer: list[Any] = []
+
+    class Outside:  # a middleware around the whole app (access logs, rate limits) sees it too
+        def __init__(self, app: Any) -> None:
+            self.app = app
+
+        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+            await self.app(scope, receive, send)
+            outer.append(scope.get("chronomem.principal"))
+
+    c = Client(Outside(create_app(team.mem, mounts={"/probe": Probe()})))
     assert c.get("/probe", headers=bearer(team.writer)).status_code == 204
+    assert c.post("/ns/default/probe", headers=bearer(team.writer)).status_code == 204  # a POST: not a page
+    assert [p.name for p in outer] == ["writer", "writer"]
     principal, namespace, acting = seen[-1]
     assert isinstance(principal, Principal) and namespace == "default" and acting == "writer"
     assert (principal.name, principal.namespaces, principal.scopes) == ("writer", ("default",), ("read", "write"))

@@ -268,10 +268,12 @@ class AccessGuard:
             log.info("refused %s %s: %s", method, full, exc)
             await error_response(exc, path)(scope, receive, send)  # JSON or a page as the route (not /ns/NAME) says
             return
-        if full != path:
-            scope = {**scope, "path": path, "raw_path": path.encode("utf-8")}
+        # on the caller's scope itself, so a middleware around this guard (access logs, rate
+        # limits) reads them too once the request is through
         scope[PRINCIPAL] = principal
         scope[NAMESPACE] = namespace
+        if full != path:
+            scope = {**scope, "path": path, "raw_path": path.encode("utf-8")}
         if principal is None:
             await app(scope, receive, send)
             return
