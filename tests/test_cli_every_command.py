@@ -125,6 +125,10 @@ def test_every_json_command_prints_one_json_document(tmp_path: Path, monkeypatch
     run("import", str(rows))
     run("copy", str(db), str(tmp_path / "copy.db"))
     run("erase", short_id(job["id"]), "--yes")
+    created = run("token", "create", "--name", "every-command", "--scope", "write")
+    assert isinstance(created, dict) and created["token"].startswith("cm_")
+    run("token", "list")
+    run("token", "revoke", "every-command")
     scenarios = tmp_path / "scenarios.jsonl"
     scenarios.write_text(json.dumps({"id": "s", "ops": [{"op": "assert", "at": "2025-01-01", "ref": "a",
                                                         "subject": "Kai", "predicate": "likes", "object": "tea"}],

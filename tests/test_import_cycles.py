@@ -166,6 +166,8 @@ PUBLIC = {
     "chronomem.core.phrases", "chronomem.core.basis", "chronomem.core.limits", "chronomem.core.paging",
     "chronomem.core.ids",
     "chronomem.service.evidence",
+    # access tokens (chronomem serve): the public module, re-exporting service.tokens
+    "chronomem.tokens",
     # the benchmark files' readers: eval.py scores on what ingest reads, with the same parser
     "chronomem.service.ingest.formats.locomo", "chronomem.service.ingest.formats.longmemeval",
     # the learned ranker's features and model file: eval's diagnostics and train-ranker compute

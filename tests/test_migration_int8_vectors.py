@@ -28,6 +28,7 @@ import chronomem
 from chronomem import FakeClock, Memory
 from chronomem.core.quantize import quantize
 from chronomem.service.evidence import SearchConfig
+from chronomem.store.migrations import load_migrations
 from chronomem.store.postgres.store import split_schema
 from old_schema import postgres_at, sqlite_at
 
@@ -134,7 +135,8 @@ def test_a_sqlite_store_at_0008_gets_int8_vectors(tmp_path: Path) -> None:
         assert stored == _expected_rows(torn=True)
         _check_upgraded(mem, torn=True)
     con = sqlite3.connect(path)
-    assert con.execute("SELECT max(version) FROM schema_migrations").fetchone() >= (9,)
+    latest = max(n for n, _name, _sql in load_migrations("sqlite"))  # every later migration applied too
+    assert con.execute("SELECT max(version) FROM schema_migrations").fetchone() == (latest,)
     assert con.execute("SELECT count(*) FROM sqlite_master WHERE name = 'episode_vectors_int8'").fetchone() == (0,)
     assert con.execute("SELECT count(*) FROM sqlite_master WHERE name = 'episode_vectors_ns'").fetchone() == (1,)
     con.close()

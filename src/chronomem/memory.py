@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # pragma: no cover - imported on first use, see _lazy
     from .service.facts import FactWrites
     from .service.identity import Identity
     from .service.ingest.run import Importer
+    from .service.tokens import Tokens
 
 __all__ = ["Memory"]
 
@@ -156,6 +157,12 @@ def _identity_type() -> type[Identity]:
     return Identity
 
 
+def _tokens_type() -> type[Tokens]:
+    from .service.tokens import Tokens
+
+    return Tokens
+
+
 def _importer_type() -> type[Importer]:
     from .service.ingest.run import Importer
 
@@ -222,6 +229,17 @@ class Memory:
     @_lazy
     def _importer(self) -> Importer:
         return _importer_type()(self._scope, self._episodes)
+
+    @_lazy
+    def _tokens(self) -> Tokens:
+        return _tokens_type()(self._scope)
+
+    @property
+    def tokens(self) -> Tokens:
+        """The store's access tokens for ``chronomem serve`` (store-wide:
+        every namespace's; :class:`chronomem.tokens.Tokens`: ``create``,
+        ``list``, ``revoke``, ``authenticate``). See docs/web.md#tokens."""
+        return self._tokens
 
     # -- lifecycle -------------------------------------------------------
     @property

@@ -20,7 +20,7 @@ from ..core.version import ObjKey, Row
 
 __all__ = ["Capabilities", "EntityRecord", "FactQuery", "FACT_COLUMNS", "KEY_COLUMNS", "KEY_OBJECT_COLUMNS",
            "PredicateRecord",
-           "READ_COLUMNS", "Row", "Store", "StoreHealth", "WriteTx", "ObjKey"]
+           "READ_COLUMNS", "Row", "Store", "StoreHealth", "TokenRecord", "WriteTx", "ObjKey"]
 
 # Column order shared by every backend for fact rows.
 FACT_COLUMNS = (
@@ -152,6 +152,23 @@ class EpisodeRecord:
 
 
 @dataclass(frozen=True)
+class TokenRecord:
+    """One stored access token (migration 0011): never the token itself, only
+    its SHA-256 (hex); ``scopes`` and ``namespaces`` are JSON arrays of
+    strings; times are UTC microseconds (``None``: never / no expiry / live)."""
+
+    id: int
+    name: str
+    token_hash: str
+    scopes: str
+    namespaces: str
+    created_at: int
+    last_used_at: int | None
+    expires_at: int | None
+    revoked_at: int | None
+
+
+@dataclass(frozen=True)
 class EpisodeFilter:
     """Which episodes a search may return (a view plus the caller's filters).
 
@@ -266,6 +283,13 @@ class WriteTx(Protocol):
     def erase_fact(self, fact_id: str) -> int: ...
     def erase_entity(self, entity_id: int) -> int: ...
     def log_erasure(self, ns_id: int, kind: str, versions: int, reason: str | None) -> None: ...
+    # access tokens (store-wide): the row of a name; a new row (its id); revoke
+    # a live one (False: none live by that name); last_used_at = at where older than before
+    def token_by_name(self, name: str) -> TokenRecord | None: ...
+    def insert_token(self, name: str, token_hash: str, scopes: str, namespaces: str, created_at: int,
+                     expires_at: int | None) -> int: ...
+    def revoke_token(self, name: str, at: int) -> bool: ...
+    def touch_token(self, token_id: int, at: int, before: int) -> None: ...
 
 
 
@@ -315,6 +339,12 @@ class Store(Protocol):
     # backend keeps of the deleted bytes outside its live rows, best effort
     # (SQLite: the WAL; PostgreSQL: the planner's sampled values)
     def after_erasure(self, kind: str) -> None: ...
+    # access tokens (store-wide, migration 0011): every row by name; the row of
+    # a token's SHA-256; whether any is neither revoked nor expired at ``now``
+    def tokens(self) -> list[TokenRecord]: ...
+    def token_by_hash(self, token_hash: str) -> TokenRecord | None: ...
+    def token_by_name(self, name: str) -> TokenRecord | None: ...
+    def live_tokens_exist(self, now: int) -> bool: ...
     def close(self) -> None: ...
 
 

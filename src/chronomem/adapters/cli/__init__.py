@@ -202,9 +202,9 @@ def main(ctx: click.Context, db: str | None, namespace: str, timezone: str, embe
 
 
 def _register_all(group: click.Group) -> None:
-    from . import admin_cmds, fact_cmds, io_cmds, read_cmds
+    from . import admin_cmds, fact_cmds, io_cmds, read_cmds, token_cmds
 
-    for module in (fact_cmds, read_cmds, admin_cmds, io_cmds):
+    for module in (fact_cmds, read_cmds, admin_cmds, io_cmds, token_cmds):
         module.register(group)
     for name in _OPTIONAL_MODULES:
         modname = f"{__name__}.{name}"

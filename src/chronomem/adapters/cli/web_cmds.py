@@ -25,20 +25,32 @@ log = logging.getLogger("chronomem.cli")
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535),
               help="TCP port (0: any free port).")
 @click.option("--token", envvar="CHRONOMEM_TOKEN", default=None, metavar="TOKEN",
-              help="Bearer token for API writes and /mcp (every route when not on loopback) [env CHRONOMEM_TOKEN].")
+              help="Legacy shared bearer token: an admin token named serve-token on --namespace, guarding API "
+                   "writes and /mcp (every route when not on loopback) [env CHRONOMEM_TOKEN]. Prefer "
+                   "`chronomem token create`.")
 @click.option("--no-mcp", is_flag=True, help="Do not mount the MCP endpoint at /mcp.")
 @json_option
 def serve_cmd(host: str, port: int, token: str | None, no_mcp: bool) -> None:
     """Serve the web view (/), the JSON API (/api) and MCP (/mcp) until Ctrl-C.
 
-    The web view is read-only; writes go through the API. Binding a
-    non-loopback --host refuses to start without --token (or CHRONOMEM_TOKEN).
+    The web view is read-only; writes go through the API. One process
+    serves every namespace its tokens name (`chronomem token create`): each
+    request's namespace comes from its token (or /ns/NAME/... and the
+    X-Chronomem-Namespace header, checked against it). Once the store has an
+    active token every request needs one; a non-loopback --host refuses to
+    start without one (or --token / CHRONOMEM_TOKEN).
     """
+    from ...store import missing_local_file
     from ..web.server import bind, build_app, is_loopback, resolve_token, run_app
 
     st = state()  # --db / --namespace after `serve` are the group's (see ChronomemGroup)
-    resolved = resolve_token(token, host)  # refuse an unsafe bind before opening anything
+    resolved = resolve_token(token, host, store_tokens=True)
+    if resolved is None and not is_loopback(host):
+        # refuse an unsafe bind before creating anything: a missing file has no tokens
+        has = st.memory(create=False).tokens.any_active() if missing_local_file(st.db_path) is None else False
+        resolve_token(None, host, store_tokens=has)
     mem = st.memory()
+    tokens_on = mem.tokens.any_active()
     app = build_app(mem, host=host, token=resolved, mcp=not no_mcp)
     sock = bind(host, port)
     port = int(sock.getsockname()[1])  # the real one when --port 0
@@ -46,7 +58,8 @@ def serve_cmd(host: str, port: int, token: str | None, no_mcp: bool) -> None:
     shown = f"[{host}]" if ":" in host else host
     info = {"url": f"http://{shown}:{port}/", "api": f"http://{shown}:{port}/api/openapi.json",
             "mcp": f"http://{shown}:{port}/mcp" if has_mcp else None, "db": st.db_path, "namespace": st.namespace,
-            "auth": "every route" if resolved and not is_loopback(host)
+            "auth": "every route (tokens)" if tokens_on
+            else "every route" if resolved and not is_loopback(host)
             else ("API writes and /mcp" if resolved else "none (loopback only)")}
     if st.json:
         click.echo(json.dumps(info))

@@ -25,6 +25,7 @@ from ...errors import (
     ConfirmationRequiredError,
     EntityNotFoundError,
     FactNotFoundError,
+    ForbiddenError,
     InvalidIntervalError,
     InvalidNameError,
     InvalidTimeError,
@@ -121,6 +122,7 @@ _HINTS: tuple[tuple[type[BaseException], str], ...] = (
     (StoreUnavailableError, "the database is unavailable: retry the call in a few seconds"),
     (ConfirmationRequiredError, "this operation is not available over MCP"),
     (MissingExtraError, "install the extra named above"),
+    (ForbiddenError, "this token cannot make this call; use the read tools, or a token with the write scope"),
 )
 
 

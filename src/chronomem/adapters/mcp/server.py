@@ -29,15 +29,15 @@ from starlette.types import Receive, Scope, Send
 
 from ... import __version__
 from ...core.paging import RESOURCE_LINES
-from ...errors import ChronomemError
+from ...errors import ChronomemError, ForbiddenError
 from ...memory import Memory
 from . import evidence_tools, fact_tools
 from .results import error_result, error_text, safe_text, unexpected_text
 from .schema import json_type, schema_error, validator
 from .wire import wire_error
 
-__all__ = ["INSTRUCTIONS", "TOOL_GROUPS", "McpHttpApp", "build_http_app", "build_server", "run_stdio", "serve_stdio",
-           "tool_extras", "tool_wraps"]
+__all__ = ["INSTRUCTIONS", "PRINCIPAL", "READ_TOOLS", "TOOL_GROUPS", "McpHttpApp", "build_http_app", "build_server",
+           "run_stdio", "serve_stdio", "tool_extras", "tool_wraps"]
 
 log = logging.getLogger("chronomem.mcp")
 
@@ -69,6 +69,24 @@ ToolGroup = Callable[[MCPServer[Any], Memory], None]
 #: Tool groups registered by :func:`build_server`, in order: the fact tools,
 #: then the evidence tools (``remember``, ``recall``, ``search``).
 TOOL_GROUPS: list[ToolGroup] = [fact_tools.register, evidence_tools.register]
+
+
+#: The tools a token with only the ``read`` scope may call over HTTP; every
+#: other tool (a new one included) needs ``write`` (``tests/test_serve_tokens.py``
+#: checks each listed tool against the method it wraps).
+READ_TOOLS = frozenset({"facts", "timeline", "diff", "conflicts", "stats", "recall", "search"})
+
+#: where ``chronomem serve`` puts the request's principal in the ASGI scope
+#: (the same key as ``chronomem.adapters.web.auth.PRINCIPAL``)
+PRINCIPAL = "chronomem.principal"
+
+
+def _principal(context: Context[Any, Any] | None) -> Any:
+    """The principal of the HTTP request that carried this call (None over
+    stdio, or on a server without tokens)."""
+    request = context.request_context.request if context is not None else None
+    scope = getattr(request, "scope", None)
+    return scope.get(PRINCIPAL) if isinstance(scope, dict) else None
 
 
 def tool_wraps() -> dict[str, tuple[str, frozenset[str]]]:
@@ -162,9 +180,10 @@ class ChronomemMCP(MCPServer[Any]):
     ``jsonschema``, nested values included) become one-sentence tool errors,
     so a call succeeds exactly when its arguments fit the schema."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, memory: Memory | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._checkers: dict[str, Any] = {}
+        self._memory = memory
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
@@ -174,6 +193,12 @@ class ChronomemMCP(MCPServer[Any]):
             known = ", ".join(t.name for t in self._tool_manager.list_tools())
             raise MCPError(INVALID_PARAMS, safe_text(f"Unknown tool: {name!r}; the tools are: {known}."),
                            data={"tool": safe_text(name)})
+        principal = _principal(context)
+        if principal is not None and name not in READ_TOOLS and not principal.has("write"):
+            # refused before its arguments are even read
+            refusal = ForbiddenError(f"the tool {name} writes; the token {principal.name!r} has only "
+                                     f"{', '.join(principal.scopes)} scope")
+            return error_result(error_text(name, refusal))
         known_args = set(tool.parameters.get("properties", {}))
         unknown = sorted(set(arguments) - known_args)
         if unknown:
@@ -192,6 +217,13 @@ class ChronomemMCP(MCPServer[Any]):
                 wrong = f"{name} failed: {why}; fix the arguments to match the tool's input schema and call again."
         if wrong is not None:
             return error_result(safe_text(wrong))
+        if principal is None or self._memory is None:
+            return await self._call(name, arguments, context)
+        with self._memory.acting_as(principal.name):  # the tool's write is recorded as the token's name
+            return await self._call(name, arguments, context)
+
+    async def _call(self, name: str, arguments: dict[str, Any],
+                    context: Context[Any, Any] | None) -> CallToolResult | InputRequiredResult:
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -206,6 +238,7 @@ def build_server(mem: Memory, *, name: str = "chronomem") -> ChronomemMCP:
     """An MCP server exposing ``mem`` (tools, resources, protocol instructions)."""
     server = ChronomemMCP(
         name, title="chronomem memory", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING",
+        memory=mem,
         subscriptions=False,  # no change notifications are sent: do not advertise subscribe / listChanged
     )
     # no prompts: drop the SDK's prompt handlers so the capability is not advertised

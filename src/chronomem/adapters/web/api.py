@@ -28,6 +28,7 @@ from ..mcp.process import process_memory
 from . import data, evidence
 from .errors import parse_json_body
 from .openapi import openapi_document
+from .token_api import token_routes
 
 __all__ = ["api_routes"]
 
@@ -272,4 +273,5 @@ def api_routes(mem: Memory) -> list[Route]:
         Route("/api/recall", get_recall, methods=["GET"]),
         Route("/api/episodes", post_episode, methods=["POST"]),
         Route("/api/episodes/{episode_id}", get_episode, methods=["GET"]),
+        *token_routes(mem),
     ]

@@ -1,15 +1,18 @@
 """The ASGI app: the read-only web view (``/``, ``/entity/...``, ``/diff``,
 ``/conflicts``, ``/search``, ``/episode/...``, each with a ``.json`` twin), the JSON API under ``/api`` and,
-optionally, extra mounted apps (MCP at ``/mcp``), behind bearer-token auth."""
+optionally, extra mounted apps (MCP at ``/mcp``), behind bearer-token auth
+(:class:`AccessGuard`, the policy in :mod:`.auth`); one such app per
+namespace a token may use."""
 
 from __future__ import annotations
 
 import contextlib
-import hmac
 import logging
+import re
 from typing import Any, AsyncIterator, Callable, Mapping, Sequence
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
+import anyio
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -21,9 +24,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ...errors import ChronomemError, InvalidInputError
 from ...memory import Memory
+from ...tokens import Principal
 from . import data, evidence, evidence_pages, pages
 from .api import api_routes
-from .errors import AuthenticationError, ErrorGuard, ForbiddenError, error_response
+from .auth import NAMESPACE, PRINCIPAL, Access, bearer, is_page, needed_scope, refuse_unauthenticated
+from .errors import ErrorGuard, ForbiddenError, error_response
 from .net import is_loopback, parse_authority, same_origin_path
 
 __all__ = ["AccessGuard", "create_app"]
@@ -31,6 +36,7 @@ __all__ = ["AccessGuard", "create_app"]
 log = logging.getLogger("chronomem.web")
 
 _COOKIE = "chronomem_token"
+_NS_COOKIE = "chronomem_namespace"
 
 
 def _page_routes(mem: Memory) -> list[BaseRoute]:
@@ -104,15 +110,22 @@ def _page_routes(mem: Memory) -> list[BaseRoute]:
 
 
 class AccessGuard:
-    """Access checks in front of the whole app (bearer token, Host, Origin).
+    """Access checks in front of the whole app (credentials, scopes,
+    namespaces, Host, Origin); the policy is :class:`~.auth.Access`.
 
-    With a token: writes under ``/api`` and everything under ``/mcp`` need
-    ``Authorization: Bearer <token>``; with ``protect_all`` (non-loopback bind)
-    every route does. A browser can authenticate its page GETs once with
-    ``?token=...``: on every bind the token moves into an HttpOnly cookie and
-    the URL is cleaned by a 303 to the same path. The cookie authorizes pages
-    (and their ``.json`` twins) only, never ``/api`` or ``/mcp``. Missing
-    token: 401; wrong token: 403.
+    Credentials: ``Authorization: Bearer <token>`` (the store's tokens, or
+    the legacy ``--token``). A browser can authenticate its page GETs once with
+    ``?token=...``: the token moves into an HttpOnly cookie and the URL is
+    cleaned by a 303 to the same path. The cookie authorizes pages (and their
+    ``.json`` twins) only, never ``/api`` or ``/mcp``. Missing or unknown
+    token: 401; a scope or namespace the token lacks: 403 (typed JSON errors).
+
+    Namespaces: one app per namespace, built on first use from ``mem.view``
+    (MCP included). A request is served from ``/ns/NAME/...`` (the rest of the
+    path), the ``X-Chronomem-Namespace`` header, or for pages the cookie a
+    visit to ``/ns/NAME/`` sets; each checked against the token, never trusted
+    alone. The request runs ``mem.acting_as(token name)``, and the principal is
+    in the ASGI scope under ``"chronomem.principal"``.
 
     The ``Host`` header is parsed strictly (no userinfo); on a loopback bind it
     must name a loopback host and the port this server listens on (defeats DNS
@@ -120,19 +133,48 @@ class AccessGuard:
     (defeats cross-site form posts to an unauthenticated local server).
     """
 
-    def __init__(self, app: ASGIApp, token: str | None, protect_all: bool = False) -> None:
+    def __init__(self, app: ASGIApp, access: Access,
+                 build: Callable[[str], tuple[ASGIApp, Sequence[Any]]] | None = None) -> None:
         self.app = app
-        self.token = token
-        self.protect_all = protect_all
+        self.access = access
+        self.protect_all = access.protect_all
+        self._build = build
+        self._apps: dict[str, ASGIApp] = {access.served: app}
+        self._lock: anyio.Lock | None = None
+        self._tg: Any = None  # the task group the lazily built namespaces' MCP session managers run in
 
-    def _needs(self, path: str, method: str) -> bool:
-        if self.protect_all or _is_mcp(path):
-            return True
-        return path.startswith("/api/") and method not in ("GET", "HEAD", "OPTIONS")
+    @property
+    def token(self) -> str | None:
+        return self.access.legacy
 
-    def _ok(self, given: str) -> bool:
-        assert self.token is not None
-        return hmac.compare_digest(given.encode("utf-8"), self.token.encode("utf-8"))
+    @contextlib.asynccontextmanager
+    async def runner(self) -> AsyncIterator[None]:
+        """Entered in the app's lifespan: where namespaces built later start
+        their mounted apps' lifespans (MCP's session manager)."""
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            try:
+                yield
+            finally:
+                self._tg = None
+                tg.cancel_scope.cancel()
+
+    async def _app_for(self, namespace: str) -> ASGIApp:
+        app = self._apps.get(namespace)
+        if app is not None:
+            return app
+        if self._build is None:
+            raise ForbiddenError(f"this app serves only namespace {self.access.served!r}")
+        if self._lock is None:
+            self._lock = anyio.Lock()
+        async with self._lock:
+            if namespace not in self._apps:
+                made, lifespans = await run_in_threadpool(self._build, namespace)
+                for cm in lifespans:
+                    if self._tg is not None:
+                        await self._tg.start(_hold, cm)
+                self._apps[namespace] = made
+        return self._apps[namespace]
 
     def _browser_guard(self, scope: Scope, request: Request, path: str, method: str) -> ChronomemError | None:
         """Refuse what only a hostile web page would send: a malformed Host; on
@@ -149,79 +191,122 @@ class AccessGuard:
             if not self.protect_all and (not is_loopback(name) or wrong_port):
                 return ForbiddenError(f"this server only answers requests addressed to a loopback name "
                                       f"and its own port, not {host!r}")
-        if path.startswith("/api/") and method not in ("GET", "HEAD", "OPTIONS"):
+        if "/api/" in path and method not in ("GET", "HEAD", "OPTIONS"):
             origin = request.headers.get("origin")
             if origin is not None and (not host or urlsplit(origin).netloc != host):
                 return ForbiddenError(f"cross-origin writes are refused (Origin {origin!r})")
         return None
 
-    def _login(self, scope: Scope, request: Request, path: str) -> Response | ChronomemError:
+    def _login(self, scope: Scope, request: Request, path: str) -> Response:
         """``?token=`` on a page: move it into the cookie and redirect to the same
-        path without it (a path on this origin only); with no token configured,
-        just drop it from the URL."""
+        path without it (a path on this origin only); with no credential
+        needed or given, just drop it from the URL."""
         given = request.query_params.getlist("token")
-        if self.token is not None and not (len(given) == 1 and self._ok(given[0])):
-            return ForbiddenError("the token is wrong")
+        if len(given) != 1:
+            raise ForbiddenError("give ?token= once")
+        secret = given[0].strip()
+        keep = bool(secret) and (self.access.legacy is not None or self.access.tokens_active())
+        if keep:
+            self.access.principal(secret)  # raises on a wrong one
         query = scope.get("query_string", b"").decode("latin-1")
         rest = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k != "token"]
         resp = RedirectResponse(same_origin_path(path, urlencode(rest)), status_code=303)
-        if self.token is not None:
-            resp.set_cookie(_COOKIE, given[0], httponly=True, samesite="strict")
+        if keep:
+            resp.set_cookie(_COOKIE, secret, httponly=True, samesite="strict")
         return resp
 
-    def _check_token(self, request: Request, path: str, method: str) -> ChronomemError | None:
+    def _credential(self, request: Request, path: str, method: str) -> str | None:
         header = request.headers.get("authorization", "")
         if header:
-            scheme, _, given = header.partition(" ")
-            if scheme.lower() != "bearer" or not self._ok(given.strip()):
-                return ForbiddenError("the bearer token is wrong")
+            return bearer(header)
+        if method in ("GET", "HEAD") and is_page(path) and _COOKIE in request.cookies:
+            return request.cookies[_COOKIE]
+        return None
+
+    def _authenticate(self, request: Request, path: str, method: str) -> Principal | None:
+        """The request's principal: None when it needs none and brings none."""
+        secret = self._credential(request, path, method)
+        if secret is None:
+            if self.access.needs_token(path, method):
+                raise refuse_unauthenticated()
             return None
-        if method in ("GET", "HEAD") and _is_page(path) and _COOKIE in request.cookies:
-            if not self._ok(request.cookies[_COOKIE]):
-                return ForbiddenError("the token cookie is wrong; open any page with ?token=... again")
-            return None
-        return AuthenticationError("this server needs a bearer token: send 'Authorization: Bearer <token>'")
+        return self.access.principal(secret)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        path = scope.get("path", "")
+        full = path = scope.get("path", "")
         method = scope.get("method", "GET")
         request = Request(scope)
-        exc = self._browser_guard(scope, request, path, method)
-        if exc is None and method in ("GET", "HEAD") and _is_page(path) and "token" in request.query_params:
-            login = self._login(scope, request, path)
-            if isinstance(login, Response):
+        try:
+            exc = self._browser_guard(scope, request, full, method)
+            if exc is not None:
+                raise exc
+            asked, path = _split_namespace(full)
+            page = method in ("GET", "HEAD") and is_page(path)
+            if page and "token" in request.query_params:
+                login = await run_in_threadpool(self._login, scope, request, full)
                 await login(scope, receive, send)
                 return
-            exc = login
-        if exc is None and self.token is not None and self._needs(path, method):
-            exc = self._check_token(request, path, method)
-        if exc is not None:
-            log.info("refused %s %s: %s", method, path, exc)
-            await error_response(exc, path)(scope, receive, send)
+            principal = await run_in_threadpool(self._authenticate, request, path, method)
+            if principal is not None:
+                principal.require(needed_scope(path, method), f"{method} {path}")
+            if asked is None:
+                asked = request.headers.get("x-chronomem-namespace") or None
+            if asked is None and page and _NS_COOKIE in request.cookies:
+                asked = request.cookies[_NS_COOKIE] or None
+            namespace = self.access.namespace(principal, asked)
+            if page and full != path:  # /ns/NAME/page: the page links are absolute, so a cookie keeps NAME
+                resp = RedirectResponse(same_origin_path(path, scope.get("query_string", b"").decode("latin-1")),
+                                        status_code=303)
+                resp.set_cookie(_NS_COOKIE, namespace, httponly=True, samesite="strict")
+                await resp(scope, receive, send)
+                return
+            app = await self._app_for(namespace)
+        except ChronomemError as exc:
+            log.info("refused %s %s: %s", method, full, exc)
+            await error_response(exc, path)(scope, receive, send)  # JSON or a page as the route (not /ns/NAME) says
             return
-        await self.app(scope, receive, send)
+        # on the caller's scope itself, so a middleware around this guard (access logs, rate
+        # limits) reads them too once the request is through
+        scope[PRINCIPAL] = principal
+        scope[NAMESPACE] = namespace
+        if full != path:
+            scope = {**scope, "path": path, "raw_path": path.encode("utf-8")}
+        if principal is None:
+            await app(scope, receive, send)
+            return
+        with self.access.mem.acting_as(principal.name):
+            await app(scope, receive, send)
 
 
-def _is_mcp(path: str) -> bool:
-    return path == "/mcp" or path.startswith("/mcp/")
+async def _hold(cm: Callable[[], contextlib.AbstractAsyncContextManager[Any]], *,
+                task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+    """Run ``cm`` until cancelled (a lazily built namespace's MCP session manager)."""
+    async with cm():
+        task_status.started()
+        await anyio.sleep_forever()
 
 
-def _is_page(path: str) -> bool:
-    """A web page or its ``.json`` twin: anything but the API and MCP."""
-    return not (path == "/api" or path.startswith("/api/") or _is_mcp(path))
+_NS_ROUTE = re.compile(r"/ns/([^/]+)(/.*)?")
 
 
-def create_app(mem: Memory, *, token: str | None = None, protect_all: bool = False,
-               mounts: Mapping[str, ASGIApp] | None = None,
-               lifespans: Sequence[Callable[[], contextlib.AbstractAsyncContextManager[Any]]] = ()) -> ASGIApp:
-    """The whole ASGI app for ``mem``. ``mounts`` maps a path prefix (e.g.
-    ``/mcp``) to another ASGI app; ``lifespans`` are entered for the app's life
-    (mounted apps do not get lifespan events of their own)."""
-    if token is not None and not token.strip():
-        raise InvalidInputError("the bearer token must not be empty")
+def _split_namespace(path: str) -> tuple[str | None, str]:
+    """``/ns/NAME/rest`` -> ``(NAME, /rest)``; any other path -> ``(None, path)``."""
+    m = _NS_ROUTE.fullmatch(path)
+    if m is None:
+        return None, path
+    return m.group(1), m.group(2) or "/"
+
+
+Lifespan = Callable[[], contextlib.AbstractAsyncContextManager[Any]]
+#: what ``create_app`` mounts in the app of a namespace built on first use: (mounts, their lifespans)
+NamespaceMounts = Callable[[Memory], tuple[Mapping[str, ASGIApp], Sequence[Lifespan]]]
+
+
+def _starlette(mem: Memory, mounts: Mapping[str, ASGIApp], lifespans: Sequence[Lifespan]) -> Starlette:
+    """The routes of one namespace: the API, ``mounts`` (MCP) and the pages."""
 
     async def on_error(request: Request, exc: Exception) -> Response:
         return error_response(exc, request.url.path, scope=request.scope)
@@ -234,7 +319,7 @@ def create_app(mem: Memory, *, token: str | None = None, protect_all: bool = Fal
             yield
 
     routes: list[BaseRoute] = list(api_routes(mem))
-    for prefix, sub in (mounts or {}).items():
+    for prefix, sub in mounts.items():
         # the exact path and everything under it (no redirect from /mcp to /mcp/)
         routes.append(Route(prefix, endpoint=sub, methods=["GET", "POST", "DELETE"]))
         routes.append(Mount(prefix, app=sub))
@@ -247,4 +332,30 @@ def create_app(mem: Memory, *, token: str | None = None, protect_all: bool = Fal
         lifespan=lifespan,
     )
     app.state.memory = mem
-    return AccessGuard(app, token.strip() if token else None, protect_all)
+    return app
+
+
+def create_app(mem: Memory, *, token: str | None = None, protect_all: bool = False,
+               mounts: Mapping[str, ASGIApp] | None = None, lifespans: Sequence[Lifespan] = (),
+               namespace_mounts: NamespaceMounts | None = None) -> AccessGuard:
+    """The whole ASGI app, serving ``mem``'s namespace and, for tokens that
+    name others, each other namespace through ``mem.view`` (built on first
+    use). ``mounts`` maps a path prefix (e.g. ``/mcp``) to another ASGI app;
+    ``lifespans`` are entered for the app's life (mounted apps do not get
+    lifespan events of their own); ``namespace_mounts(view)`` gives another
+    namespace's mounts and their lifespans. ``token`` is the legacy shared
+    token (see :mod:`.auth`)."""
+    if token is not None and not token.strip():
+        raise InvalidInputError("the bearer token must not be empty")
+    access = Access(mem, token.strip() if token else None, protect_all=protect_all)
+
+    def build(namespace: str) -> tuple[ASGIApp, Sequence[Lifespan]]:
+        view = mem.view(namespace)
+        subs, subs_lifespans = namespace_mounts(view) if namespace_mounts is not None else ({}, ())
+        return _starlette(view, subs, ()), subs_lifespans
+
+    guard = AccessGuard(None, access, build)  # type: ignore[arg-type]  # the app needs the guard's runner first
+    app = _starlette(mem, mounts or {}, [*lifespans, guard.runner])
+    guard.app = app
+    guard._apps[access.served] = app
+    return guard

@@ -64,6 +64,11 @@ def _body(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 _FACT = {"$ref": "#/components/schemas/Fact"}
+_TOKEN = {"type": "object", "properties": {
+    "name": {"type": "string"}, "namespaces": {"type": "array", "items": {"type": "string"}},
+    "scopes": {"type": "array", "items": {"type": "string"}}, "status": {"enum": ["active", "expired", "revoked"]},
+    "created_at": {"type": "string"}, "last_used_at": {"type": ["string", "null"]},
+    "expires_at": {"type": ["string", "null"]}, "revoked_at": {"type": ["string", "null"]}}}
 _FACT_RESULT = {"type": "object", "properties": {"fact": _FACT}}
 _TIME = {"type": "string", "description": "ISO 8601 time; partial dates like 2024 or 2024-03 keep their precision"}
 _EPISODE = {"$ref": "#/components/schemas/Episode"}
@@ -279,6 +284,33 @@ def openapi_document() -> dict[str, Any]:
                 "summary": "one episode with its time mentions, the facts citing it and what superseded it",
                 "parameters": [_p("episode_id", "episode id"), *_paging()],
                 "responses": {"200": _json(_EPISODE_VIEW), **_errors(400, 404)}}},
+            "/api/tokens": {
+                "get": {"summary": "the access tokens this admin token manages (never the tokens themselves)",
+                        "security": [{"bearer": []}],
+                        "responses": {"200": _json({"type": "object", "properties": {
+                            "tokens": {"type": "array", "items": _TOKEN}}}), **_errors(401, 403)}},
+                "post": {"summary": "create a token (admin scope, for namespaces this token manages); the "
+                                    "answer holds the token, shown this once",
+                         "security": [{"bearer": []}],
+                         "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                             "type": "object", "required": ["name"], "properties": {
+                                 "name": {"type": "string"},
+                                 "namespace": {"type": "string"},
+                                 "namespaces": {"type": "array", "items": {"type": "string"}},
+                                 "scope": {"enum": ["read", "write", "admin"]},
+                                 "expires": {"type": "string", "description": "ISO time or a phrase"}}}}}},
+                         "responses": {"201": _json({"type": "object", "properties": {
+                             "token": {"type": "string"}, "name": {"type": "string"},
+                             "namespace": {"type": "string"},
+                             "namespaces": {"type": "array", "items": {"type": "string"}},
+                             "scopes": {"type": "array", "items": {"type": "string"}},
+                             "expires_at": {"type": ["string", "null"]}}}, "created"),
+                             **_errors(400, 401, 403, 409)}}},
+            "/api/tokens/{name}/revoke": {"post": {
+                "summary": "revoke a token at once (admin scope; the row stays)",
+                "security": [{"bearer": []}], "parameters": [_p("name", "token name")],
+                "responses": {"200": _json({"type": "object", "properties": {"token": _TOKEN}}),
+                              **_errors(401, 403, 404)}}},
             "/api/conflicts": {"get": {
                 "summary": "values of one (subject, predicate) valid at the same time",
                 "parameters": [_AS_OF, _KNOWN_AT, *_paging()],

@@ -2,9 +2,13 @@
 ``/``, the JSON API at ``/api`` and (with the ``mcp`` extra) MCP over
 streamable HTTP at ``/mcp``.
 
-Binding anything but a loopback address requires a bearer token, and then
-every route checks it; on loopback a token (if given) guards the API writes
-and ``/mcp``. See ``docs/web.md``.
+One process serves every namespace its tokens name (``chronomem token
+create``; each request's namespace comes from its token, see
+:mod:`.auth`). Binding anything but a loopback address requires a token (an
+active one in the store, or ``--token``), and then every route checks it;
+on loopback, once the store has an active token every request needs one,
+and a legacy ``--token`` alone guards the API writes and ``/mcp``. See
+``docs/web.md``.
 """
 
 from __future__ import annotations
@@ -30,16 +34,18 @@ DEFAULT_PORT = 8765
 TOKEN_ENV = "CHRONOMEM_TOKEN"
 
 
-def resolve_token(token: str | None, host: str, env: dict[str, str] | None = None) -> str | None:
-    """The bearer token to enforce: ``token`` or ``$CHRONOMEM_TOKEN``. Raises
-    :class:`UnsafeBindError` when ``host`` is not loopback and there is none."""
+def resolve_token(token: str | None, host: str, env: dict[str, str] | None = None, *,
+                  store_tokens: bool = False) -> str | None:
+    """The legacy bearer token to enforce: ``token`` or ``$CHRONOMEM_TOKEN``.
+    Raises :class:`UnsafeBindError` when ``host`` is not loopback and there is
+    none, unless ``store_tokens`` (the store has an active token)."""
     value = token if token is not None else (env if env is not None else os.environ).get(TOKEN_ENV)
     if value is not None and not value.strip():
         value = None
-    if value is None and not is_loopback(host):
+    if value is None and not is_loopback(host) and not store_tokens:
         raise UnsafeBindError(
-            f"binding {host} exposes the memory to the network; pass --token (or set {TOKEN_ENV}) "
-            "so that every request must carry 'Authorization: Bearer <token>'"
+            f"binding {host} exposes the memory to the network; create a token first (chronomem token create) "
+            f"or pass --token (or set {TOKEN_ENV}), so that every request must carry 'Authorization: Bearer <token>'"
         )
     return value.strip() if value is not None else None
 
@@ -72,25 +78,29 @@ def _mcp_app(mem: Memory, host: str) -> Any | None:
 
 
 def build_app(mem: Memory, *, host: str = DEFAULT_HOST, token: str | None = None, mcp: bool = True) -> Any:
-    """The ASGI app ``chronomem serve`` runs. ``token`` must already be
-    resolved (see :func:`resolve_token`); a non-loopback ``host`` protects
-    every route with it."""
-    if token is None and not is_loopback(host):
-        raise UnsafeBindError(f"binding {host} needs a bearer token")
+    """The ASGI app ``chronomem serve`` runs: ``mem``'s namespace, and every
+    other namespace a token names (built on first use from ``mem.view``, MCP
+    included). ``token`` (the legacy one) must already be resolved (see
+    :func:`resolve_token`); a non-loopback ``host`` protects every route and
+    needs it or an active token in the store."""
+    if token is None and not is_loopback(host) and not mem.tokens.any_active():
+        raise UnsafeBindError(f"binding {host} needs a bearer token: create one (chronomem token create) "
+                              "or pass --token")
     try:
         from . import create_app
     except ImportError as exc:
         if exc.name and exc.name.split(".")[0] == "starlette":
             raise MissingExtraError("starlette", "web") from None
         raise
-    mounts: dict[str, Any] = {}
-    lifespans: list[Callable[[], AsyncContextManager[Any]]] = []
-    if mcp:
-        sub = _mcp_app(mem, host)
-        if sub is not None:
-            mounts["/mcp"] = sub
-            lifespans.append(sub.lifespan)
-    return create_app(mem, token=token, protect_all=not is_loopback(host), mounts=mounts, lifespans=lifespans)
+
+    def namespace_mounts(view: Memory) -> tuple[dict[str, Any], list[Callable[[], AsyncContextManager[Any]]]]:
+        """One MCP server per namespace: its tools are bound to that view."""
+        sub = _mcp_app(view, host) if mcp else None
+        return ({"/mcp": sub}, [sub.lifespan]) if sub is not None else ({}, [])
+
+    mounts, lifespans = namespace_mounts(mem)
+    return create_app(mem, token=token, protect_all=not is_loopback(host), mounts=mounts, lifespans=lifespans,
+                      namespace_mounts=namespace_mounts)
 
 
 def bind(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> socket.socket:

@@ -50,6 +50,7 @@ from ..protocol import Capabilities, EpisodeStore, FactQuery, Row
 from ..sql.dialect import POSTGRES
 from ..sql.facts import READS, compose_fact_sql
 from ..sql.reads import RowReadsMixin, StoreSQL
+from ..sql.tokens import TokenReadsMixin, TokenSQL
 from ..sql.tx import RAW_COLS
 from .episodes import PgEpisodeStoreMixin
 from .health import PgHealthMixin
@@ -73,7 +74,7 @@ STATEMENT_TIMEOUT = 300.0
 # server or a partition answers nothing) before its connection is cut
 READ_TIMEOUT = 30.0
 
-class PostgresStore(PgNameReadsMixin, RowReadsMixin, PgEpisodeStoreMixin, PgHealthMixin):
+class PostgresStore(PgNameReadsMixin, RowReadsMixin, PgEpisodeStoreMixin, PgHealthMixin, TokenReadsMixin):
     """PostgreSQL implementation of :class:`~chronomem.store.protocol.Store`.
 
     Opening it (URL, connections, migrations) is in :mod:`.setup`, its name
@@ -81,6 +82,7 @@ class PostgresStore(PgNameReadsMixin, RowReadsMixin, PgEpisodeStoreMixin, PgHeal
 
     backend = "postgresql"
     _rows_sql = StoreSQL(POSTGRES)
+    token_sql = TokenSQL(POSTGRES)
     pgvector = False
     # episodes and prefix search; a server store has no local file
     capabilities = Capabilities(episodes=True, entity_prefix_search=True, local_path=None)

@@ -21,6 +21,7 @@ from ...errors import ChronomemError, InvalidInputError, StoreError
 from ..names import NameCache
 from ..protocol import PredicateRecord, Row
 from ..sql.dialect import POSTGRES
+from ..sql.tokens import TokenSQL, TokenTxMixin
 from ..sql.tx import INSERT_COLS, RAW_COLS, BaseTx, TxSQL, TxStore, fact_values
 from .episodes import PgEpisodeTxMixin, PgEpisodeTxStore
 
@@ -158,11 +159,12 @@ class PgTxStore(TxStore, PgEpisodeTxStore, Protocol):
     def predicate_by_id(self, predicate_id: int) -> PredicateRecord | None: ...
 
 
-class PgTx(BaseTx, PgEpisodeTxMixin):
+class PgTx(BaseTx, PgEpisodeTxMixin, TokenTxMixin):
     """Write primitives bound to an open PostgreSQL transaction (the ones
     both backends share are in :class:`~chronomem.store.sql.tx.BaseTx`)."""
 
     sql = _SQL
+    token_sql = TokenSQL(POSTGRES)
     store: PgTxStore
 
     def __init__(self, store: PgTxStore, names: NameCache, conn: "psycopg.Connection[Any]", now: int, *,

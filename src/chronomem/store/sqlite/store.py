@@ -31,6 +31,7 @@ from ..names import NameCache
 from ..protocol import Capabilities
 from ..sql.dialect import SQLITE
 from ..sql.reads import RowReadsMixin, StoreSQL
+from ..sql.tokens import TokenReadsMixin, TokenSQL
 from .episodes import EpisodeStoreMixin
 from .fact_reads import FactReadsMixin
 from .fact_reads import _query_params as _query_params  # re-exported: tests import it from here
@@ -89,7 +90,8 @@ def _drop(owned: list[Any]) -> None:
             pass
 
 
-class SQLiteStore(FactReadsMixin, NameReadsMixin, RowReadsMixin, EpisodeStoreMixin, SQLiteHealthMixin):
+class SQLiteStore(FactReadsMixin, NameReadsMixin, RowReadsMixin, EpisodeStoreMixin, SQLiteHealthMixin,
+                  TokenReadsMixin):
     """SQLite implementation of :class:`~chronomem.store.protocol.Store`.
 
     Its fact read path is :class:`~.fact_reads.FactReadsMixin`, its name
@@ -97,6 +99,7 @@ class SQLiteStore(FactReadsMixin, NameReadsMixin, RowReadsMixin, EpisodeStoreMix
 
     backend = "sqlite"
     _rows_sql = StoreSQL(SQLITE)
+    token_sql = TokenSQL(SQLITE)
 
     def __init__(
         self,

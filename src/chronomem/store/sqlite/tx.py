@@ -13,6 +13,7 @@ from .. import fork as _fork
 from ..names import NameCache
 from ..protocol import PredicateRecord, Row
 from ..sql.dialect import SQLITE
+from ..sql.tokens import TokenSQL, TokenTxMixin
 from ..sql.tx import BaseTx, TxSQL, TxStore, fact_values
 from .episodes import EpisodeTxMixin
 
@@ -52,11 +53,12 @@ class SQLiteTxStore(TxStore, Protocol):
     def last_system_time(self) -> int: ...
 
 
-class SQLiteTx(BaseTx, EpisodeTxMixin):
+class SQLiteTx(BaseTx, EpisodeTxMixin, TokenTxMixin):
     """Write primitives bound to an open ``BEGIN IMMEDIATE`` transaction
     (the ones both backends share are in :class:`~chronomem.store.sql.tx.BaseTx`)."""
 
     sql = TxSQL(SQLITE)
+    token_sql = TokenSQL(SQLITE)
     store: SQLiteTxStore
 
     def __init__(self, store: SQLiteTxStore, names: NameCache, now: int) -> None:
