@@ -25,6 +25,7 @@ from . import data, evidence, evidence_pages, pages
 from .api import api_routes
 from .errors import AuthenticationError, ErrorGuard, ForbiddenError, error_response
 from .net import is_loopback, parse_authority, same_origin_path
+from .ops import Ops
 
 __all__ = ["AccessGuard", "create_app"]
 
@@ -216,10 +217,12 @@ def _is_page(path: str) -> bool:
 
 def create_app(mem: Memory, *, token: str | None = None, protect_all: bool = False,
                mounts: Mapping[str, ASGIApp] | None = None,
-               lifespans: Sequence[Callable[[], contextlib.AbstractAsyncContextManager[Any]]] = ()) -> ASGIApp:
+               lifespans: Sequence[Callable[[], contextlib.AbstractAsyncContextManager[Any]]] = (),
+               ops: Ops | None = None) -> ASGIApp:
     """The whole ASGI app for ``mem``. ``mounts`` maps a path prefix (e.g.
     ``/mcp``) to another ASGI app; ``lifespans`` are entered for the app's life
-    (mounted apps do not get lifespan events of their own)."""
+    (mounted apps do not get lifespan events of their own). ``ops`` adds the
+    health routes, the access log and rate limits around it (see :mod:`.ops`)."""
     if token is not None and not token.strip():
         raise InvalidInputError("the bearer token must not be empty")
 
@@ -247,4 +250,6 @@ def create_app(mem: Memory, *, token: str | None = None, protect_all: bool = Fal
         lifespan=lifespan,
     )
     app.state.memory = mem
-    return AccessGuard(app, token.strip() if token else None, protect_all)
+    if ops is None:
+        return AccessGuard(app, token.strip() if token else None, protect_all)
+    return ops.outer(AccessGuard(ops.inner(app), token.strip() if token else None, protect_all), mem)
