@@ -38,7 +38,7 @@ import anyio
 import anyio.to_thread
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ...errors import ChronomemError, InvalidInputError, RateLimitedError, StoreError, StoreUnavailableError
+from ...errors import ChronomemError, InvalidInputError, RateLimitedError, StoreUnavailableError
 from ...memory import Memory
 from .errors import REQUEST_ID, SafeJSONResponse, error_response
 
@@ -134,7 +134,8 @@ class Health:
             log.warning("readyz: the store did not answer within %g s", self.timeout)
             return StoreUnavailableError(f"the store did not answer within {self.timeout:g} s",
                                          retry_after=self.timeout)
-        except StoreError as exc:
+        except Exception as exc:  # noqa: BLE001 - whatever the store raised, it is not ready
+            # (a closed SQLite store raises the driver's own error here)
             log.warning("readyz: the store is not ready: %s", exc)
             wait = exc.retry_after if isinstance(exc, StoreUnavailableError) and exc.retry_after else 1.0
             return StoreUnavailableError("the store is not answering; retry later", retry_after=wait)
