@@ -38,7 +38,7 @@ EXPECTED_ALL = {
 #: web server answers them as 401/403; the installer behind ``chronomem
 #: install`` raises the other two), so ``chronomem`` does not export them
 INTERNAL_ERRORS = {"AuthenticationError", "BodyTooLargeError", "ForbiddenError", "InstallError", "ConfigFormatError",
-                   "ScenarioFormatError"}
+                   "ScenarioFormatError", "RateLimitedError"}
 
 #: where each error used to live; those imports keep working
 OLD_HOMES = {
@@ -160,7 +160,8 @@ def test_error_tree_shape() -> None:
     assert issubclass(e.NotFoundError, LookupError)
     assert issubclass(e.MissingExtraError, ImportError)
     errors = chronomem.errors
-    for cls in (errors.AuthenticationError, errors.ForbiddenError, errors.InstallError, errors.ConfigFormatError):
+    for cls in (errors.AuthenticationError, errors.ForbiddenError, errors.RateLimitedError, errors.InstallError,
+                errors.ConfigFormatError):
         assert cls.__bases__ == (e.ChronomemError,), cls
 
 

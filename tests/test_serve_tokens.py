@@ -27,7 +27,7 @@ from starlette.routing import Route
 import chronomem
 from chronomem import FakeClock
 from chronomem.adapters.web import create_app
-from chronomem.adapters.web.server import UnsafeBindError, build_app
+from chronomem.adapters.web.server import UnsafeBindError, build_app, routed_app
 from chronomem.service.scope import ACTING_AS
 from chronomem.tokens import Principal
 from test_web_support import Client, err
@@ -81,7 +81,7 @@ def subjects(r: httpx.Response) -> set[str]:
 # -- every route of the API and the pages ------------------------------------------
 def _routes(app: Any) -> list[tuple[str, str]]:
     out = []
-    for r in app.app.routes:
+    for r in routed_app(app).routes:
         if isinstance(r, Route):
             for m in sorted((r.methods or set()) - {"HEAD"}):
                 out.append((re.sub(r"\{(\w+)(:\w+)?\}", "x", r.path), m))
@@ -367,7 +367,7 @@ def test_mcp_tools_enforce_scope_and_namespace(team: Team) -> None:
     from chronomem.adapters.mcp.server import READ_TOOLS, tool_wraps
 
     app = build_app(team.mem, host="127.0.0.1", mcp=True)
-    inner = app.app
+    inner = routed_app(app)
 
     async def go() -> None:
         async with inner.router.lifespan_context(inner):

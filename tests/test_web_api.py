@@ -14,7 +14,7 @@ from starlette.routing import Route
 
 from chronomem import InvalidInputError, Memory
 from chronomem.adapters.web import create_app
-from chronomem.adapters.web.server import UnsafeBindError, build_app, is_loopback, resolve_token
+from chronomem.adapters.web.server import UnsafeBindError, build_app, is_loopback, resolve_token, routed_app
 from test_web_support import Client, err, story
 
 
@@ -232,7 +232,7 @@ def test_non_loopback_protects_every_route(mem: Memory) -> None:
 def test_mcp_is_mounted_and_guarded(mem: Memory) -> None:
     pytest.importorskip("mcp")
     app = build_app(mem, host="127.0.0.1", token="tok")
-    inner = app.app
+    inner = routed_app(app)
     assert any(getattr(r, "path", None) == "/mcp" for r in inner.routes)
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
             "params": {"protocolVersion": "2025-03-26", "capabilities": {},

@@ -31,10 +31,11 @@
     ├── MissingExtraError            an optional dependency is not installed
     ├── AuthenticationError          web: a request without the required bearer token (401)
     ├── ForbiddenError               web: a wrong token, foreign Host or Origin (403)
+    ├── RateLimitedError             web: a token (or client) over its request rate (429, retry_after)
     ├── InstallError                 ``chronomem install``: the request cannot be carried out
     └── ConfigFormatError            ``chronomem install``: an agent config file cannot be edited
 
-The last four, ``BodyTooLargeError`` and ``ScenarioFormatError`` are raised
+The last five, ``BodyTooLargeError`` and ``ScenarioFormatError`` are raised
 and handled inside the web server, the installer and the benchmark (they
 become HTTP statuses and CLI messages), so they are not exported from the
 top-level ``chronomem`` package; import them from here.
@@ -66,6 +67,7 @@ __all__ = [
     "MissingExtraError",
     "NotFoundError",
     "PredicateNotFoundError",
+    "RateLimitedError",
     "ScenarioFormatError",
     "SchemaVersionError",
     "StoreError",
@@ -272,6 +274,16 @@ class AuthenticationError(ChronomemError):
 
 class ForbiddenError(ChronomemError):
     """The request's bearer token is wrong (403)."""
+
+
+class RateLimitedError(ChronomemError):
+    """The request's principal (its token's name, else the client address) is
+    over the server's request rate (429). ``retry_after``: whole seconds to
+    wait, at least 1."""
+
+    def __init__(self, message: str, *, retry_after: int = 1) -> None:
+        super().__init__(message)
+        self.retry_after = max(1, int(retry_after))
 
 
 class InstallError(ChronomemError):

@@ -1,6 +1,6 @@
 """Storage backends behind one protocol (:mod:`chronomem.store.protocol`), and
 the one dispatcher from a path or URL to a backend: :func:`resolve_url`,
-:func:`open_store` and :func:`missing_local_file`."""
+:func:`open_store`, :func:`missing_local_file` and :func:`server_pool`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,12 @@ from typing import Any
 from ..errors import InvalidInputError
 from .protocol import Capabilities, Store
 
-__all__ = ["Capabilities", "Store", "missing_local_file", "open_store", "resolve_url"]
+__all__ = ["SERVE_POOL_SIZE", "Capabilities", "Store", "missing_local_file", "open_store", "resolve_url",
+           "server_pool"]
+
+#: the connections ``chronomem serve`` opens to a PostgreSQL database unless
+#: told otherwise (a library caller's store keeps 4; docs/team.md)
+SERVE_POOL_SIZE = 10
 
 
 def resolve_url(target: str | os.PathLike[str]) -> tuple[str, str]:
@@ -33,6 +38,35 @@ def resolve_url(target: str | os.PathLike[str]) -> tuple[str, str]:
     if "://" in text:
         raise InvalidInputError(f"unsupported store URL {text!r}: use a file path, sqlite:///path or postgresql://...")
     return "sqlite", text
+
+
+def server_pool(target: str, pool_size: int | None) -> tuple[str, int | None]:
+    """``(target, connections)`` for a server: on PostgreSQL the URL with
+    ``pool_size`` set (``pool_size``, else the URL's own ``?pool_size=``, else
+    :data:`SERVE_POOL_SIZE`) and that number; on SQLite, which has no pool,
+    ``(target, None)``, and an :class:`InvalidInputError` if ``pool_size`` was
+    asked for."""
+    from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+    backend, _location = resolve_url(target)
+    if backend == "sqlite":
+        if pool_size is not None:
+            raise InvalidInputError("pool_size: a SQLite database has no connection pool; "
+                                    "--pool-size is for a postgresql:// database")
+        return target, None
+    parts = urlsplit(target)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    given = [v for k, v in query if k == "pool_size"]
+    if pool_size is None:
+        if given and given[-1].isdigit():
+            return target, int(given[-1])  # the store checks its range
+        pool_size = SERVE_POOL_SIZE
+    from .postgres.setup import MAX_POOL_SIZE
+
+    if not 1 <= pool_size <= MAX_POOL_SIZE:
+        raise InvalidInputError(f"pool_size must be from 1 to {MAX_POOL_SIZE} connections, not {pool_size}")
+    rest = [(k, v) for k, v in query if k != "pool_size"] + [("pool_size", str(pool_size))]
+    return urlunsplit(parts._replace(query=urlencode(rest, quote_via=quote))), pool_size
 
 
 def missing_local_file(target: str | os.PathLike[str]) -> str | None:

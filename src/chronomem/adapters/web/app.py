@@ -30,6 +30,7 @@ from .api import api_routes
 from .auth import NAMESPACE, PRINCIPAL, Access, bearer, is_page, needed_scope, refuse_unauthenticated
 from .errors import ErrorGuard, ForbiddenError, error_response
 from .net import is_loopback, parse_authority, same_origin_path
+from .ops import Ops
 
 __all__ = ["AccessGuard", "create_app"]
 
@@ -337,14 +338,16 @@ def _starlette(mem: Memory, mounts: Mapping[str, ASGIApp], lifespans: Sequence[L
 
 def create_app(mem: Memory, *, token: str | None = None, protect_all: bool = False,
                mounts: Mapping[str, ASGIApp] | None = None, lifespans: Sequence[Lifespan] = (),
-               namespace_mounts: NamespaceMounts | None = None) -> AccessGuard:
+               namespace_mounts: NamespaceMounts | None = None, ops: Ops | None = None) -> ASGIApp:
     """The whole ASGI app, serving ``mem``'s namespace and, for tokens that
     name others, each other namespace through ``mem.view`` (built on first
     use). ``mounts`` maps a path prefix (e.g. ``/mcp``) to another ASGI app;
     ``lifespans`` are entered for the app's life (mounted apps do not get
     lifespan events of their own); ``namespace_mounts(view)`` gives another
     namespace's mounts and their lifespans. ``token`` is the legacy shared
-    token (see :mod:`.auth`)."""
+    token (see :mod:`.auth`). ``ops`` adds the health routes and the access
+    log around the guard and rate limits inside it, where the principal is
+    known (see :mod:`.ops`)."""
     if token is not None and not token.strip():
         raise InvalidInputError("the bearer token must not be empty")
     access = Access(mem, token.strip() if token else None, protect_all=protect_all)
@@ -352,10 +355,12 @@ def create_app(mem: Memory, *, token: str | None = None, protect_all: bool = Fal
     def build(namespace: str) -> tuple[ASGIApp, Sequence[Lifespan]]:
         view = mem.view(namespace)
         subs, subs_lifespans = namespace_mounts(view) if namespace_mounts is not None else ({}, ())
-        return _starlette(view, subs, ()), subs_lifespans
+        routes = _starlette(view, subs, ())
+        return (ops.inner(routes) if ops is not None else routes), subs_lifespans
 
     guard = AccessGuard(None, access, build)  # type: ignore[arg-type]  # the app needs the guard's runner first
-    app = _starlette(mem, mounts or {}, [*lifespans, guard.runner])
+    routes = _starlette(mem, mounts or {}, [*lifespans, guard.runner])
+    app = ops.inner(routes) if ops is not None else routes
     guard.app = app
     guard._apps[access.served] = app
-    return guard
+    return ops.outer(guard, mem) if ops is not None else guard

@@ -32,13 +32,14 @@ from ...errors import (
     InvalidInputError,
     LimitExceededError,
     NotFoundError,
+    RateLimitedError,
     StoreError,
     StoreLockedError,
     StoreUnavailableError,
 )
 
 __all__ = ["MAX_BODY_BYTES", "AuthenticationError", "BodyTooLargeError", "ErrorGuard", "ForbiddenError",
-           "error_response", "parse_json_body", "status_for", "wants_json"]
+           "RateLimitedError", "error_response", "parse_json_body", "status_for", "wants_json"]
 
 log = logging.getLogger("chronomem.web")
 
@@ -54,6 +55,7 @@ _STATUSES: tuple[tuple[type[BaseException] | tuple[type[BaseException], ...], in
     (ForbiddenError, 403),
     (NotFoundError, 404),
     (BodyTooLargeError, 413),
+    (RateLimitedError, 429),
     ((InvalidInputError, ConfirmationRequiredError), 400),
     (ConflictError, 409),
     ((StoreLockedError, StoreUnavailableError), 503),
@@ -121,6 +123,8 @@ def error_response(exc: BaseException, path: str, headers: dict[str, str] | None
     hdrs = dict(headers or {})
     if status == 401:
         hdrs.setdefault("WWW-Authenticate", 'Bearer realm="chronomem"')
+    if isinstance(exc, RateLimitedError):  # whole seconds until the principal's bucket has a token again
+        hdrs.setdefault("Retry-After", str(exc.retry_after))
     if status == 503:  # a lock or the database: the same request may succeed later
         wait = exc.retry_after if isinstance(exc, StoreUnavailableError) else 1
         if wait is not None:

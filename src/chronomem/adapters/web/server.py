@@ -17,15 +17,18 @@ import contextlib
 import importlib
 import logging
 import os
+import signal
 import socket
+import threading
 from typing import Any, AsyncContextManager, Callable
 
 from ...errors import InvalidInputError, MissingExtraError, UnsafeBindError
 from ...memory import Memory
 from .net import is_loopback
+from .ops import GRACEFUL_SHUTDOWN_S, Ops, thread_limit
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "UnsafeBindError", "build_app", "is_loopback", "bind", "resolve_token",
-           "run_app", "serve"]
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "UnsafeBindError", "build_app", "is_loopback", "bind", "mounted",
+           "resolve_token", "routed_app", "run_app", "serve"]
 
 log = logging.getLogger("chronomem.server")
 
@@ -77,12 +80,17 @@ def _mcp_app(mem: Memory, host: str) -> Any | None:
     return build(mem, allowed_hosts=_mcp_allowed_hosts(host))
 
 
-def build_app(mem: Memory, *, host: str = DEFAULT_HOST, token: str | None = None, mcp: bool = True) -> Any:
+def build_app(mem: Memory, *, host: str = DEFAULT_HOST, token: str | None = None, mcp: bool = True,
+              ops: Ops | None = None, threads: int | None = None) -> Any:
     """The ASGI app ``chronomem serve`` runs: ``mem``'s namespace, and every
     other namespace a token names (built on first use from ``mem.view``, MCP
     included). ``token`` (the legacy one) must already be resolved (see
     :func:`resolve_token`); a non-loopback ``host`` protects every route and
-    needs it or an active token in the store."""
+    needs it or an active token in the store. ``ops``: health routes, access
+    log, rate limits (default :class:`~.ops.Ops`: health and the log, no rate
+    limit); ``threads``: how many requests run on worker threads at once
+    (default: anyio's 40; ``chronomem serve`` on PostgreSQL passes the pool
+    size)."""
     if token is None and not is_loopback(host) and not mem.tokens.any_active():
         raise UnsafeBindError(f"binding {host} needs a bearer token: create one (chronomem token create) "
                               "or pass --token")
@@ -99,8 +107,27 @@ def build_app(mem: Memory, *, host: str = DEFAULT_HOST, token: str | None = None
         return ({"/mcp": sub}, [sub.lifespan]) if sub is not None else ({}, [])
 
     mounts, lifespans = namespace_mounts(mem)
+    if threads is not None:
+        lifespans.insert(0, thread_limit(threads))
     return create_app(mem, token=token, protect_all=not is_loopback(host), mounts=mounts, lifespans=lifespans,
-                      namespace_mounts=namespace_mounts)
+                      namespace_mounts=namespace_mounts, ops=ops if ops is not None else Ops())
+
+
+def routed_app(app: Any) -> Any:
+    """The Starlette app (the one with the routes) of the served namespace
+    inside the middleware layers of an app :func:`build_app` made (each layer
+    keeps its inner app as ``.app``)."""
+    for _ in range(16):
+        if app is None or getattr(app, "routes", None) is not None:
+            return app
+        app = getattr(app, "app", None)
+    return None
+
+
+def mounted(app: Any, path: str) -> bool:
+    """Whether the app :func:`build_app` made routes ``path`` (e.g. ``/mcp``)."""
+    inner = routed_app(app)
+    return inner is not None and any(getattr(r, "path", None) == path for r in inner.routes)
 
 
 def bind(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> socket.socket:
@@ -124,22 +151,43 @@ def bind(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> socket.socket:
     return sock
 
 
-def run_app(app: Any, sock: socket.socket, *, log_level: str = "warning") -> None:
-    """Serve an ASGI app with uvicorn on a bound socket until interrupted (Ctrl-C)."""
+def run_app(app: Any, sock: socket.socket, *, log_level: str = "warning",
+            graceful: int = GRACEFUL_SHUTDOWN_S) -> None:
+    """Serve an ASGI app with uvicorn on a bound socket until SIGTERM or
+    SIGINT (Ctrl-C), then shut down gracefully: stop accepting, let the
+    requests in flight finish for up to ``graceful`` seconds (then cancel
+    them), run the app's lifespan shutdown, and return normally (the caller
+    then closes the store; the process exits 0). A second Ctrl-C forces it."""
     try:
         import uvicorn
     except ImportError:
         raise MissingExtraError("uvicorn", "web") from None
     host, port = sock.getsockname()[:2]
-    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on", server_header=False)
+    # access_log off: the app writes its own (chronomem.access, see .ops)
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on", server_header=False,
+                            access_log=False, timeout_graceful_shutdown=graceful)
+    server = uvicorn.Server(config)
+
+    def stop(_sig: int, _frame: Any) -> None:
+        # before uvicorn's own handlers are in place, and after: uvicorn
+        # re-raises the signal it handled once it is done, which must not
+        # kill the process (-15) or raise KeyboardInterrupt past the cleanup
+        server.should_exit = True
+
+    handlers: dict[signal.Signals, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            handlers[sig] = signal.signal(sig, stop)
     try:
-        uvicorn.Server(config).run(sockets=[sock])
+        server.run(sockets=[sock])
     finally:
         sock.close()
+        for sig, old in handlers.items():
+            signal.signal(sig, old)
 
 
 def serve(mem: Memory, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, token: str | None = None,
-          mcp: bool = True, log_level: str = "warning") -> None:
-    """Build the app for ``mem`` and run it until interrupted (Ctrl-C)."""
-    app = build_app(mem, host=host, token=resolve_token(token, host), mcp=mcp)
+          mcp: bool = True, log_level: str = "warning", ops: Ops | None = None) -> None:
+    """Build the app for ``mem`` and run it until SIGTERM or Ctrl-C."""
+    app = build_app(mem, host=host, token=resolve_token(token, host), mcp=mcp, ops=ops)
     run_app(app, bind(host, port), log_level=log_level)

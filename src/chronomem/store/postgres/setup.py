@@ -34,12 +34,16 @@ def split_schema(url: str) -> tuple[str, str | None]:
 
 
 #: the URL parameters chronomem reads itself (libpq would refuse them)
-OWN_PARAMS = ("schema", "read_timeout")
+OWN_PARAMS = ("schema", "read_timeout", "pool_size")
+
+#: the most connections ``?pool_size=`` may ask one store for
+MAX_POOL_SIZE = 1000
 
 
 def split_params(url: str) -> tuple[str, dict[str, str]]:
-    """``(conninfo URL, chronomem's own parameters)``: ``?schema=NAME`` and
-    ``?read_timeout=SECONDS`` are taken out of the URL, the rest is libpq's."""
+    """``(conninfo URL, chronomem's own parameters)``: ``?schema=NAME``,
+    ``?read_timeout=SECONDS`` and ``?pool_size=N`` are taken out of the URL,
+    the rest is libpq's."""
     parts = urlsplit(url)
     query = parse_qsl(parts.query, keep_blank_values=True)
     own: dict[str, str] = {}
@@ -59,6 +63,9 @@ def split_params(url: str) -> tuple[str, dict[str, str]]:
             ok = False
         if not ok:
             raise StoreError(f"read_timeout={own['read_timeout']!r} must be a number of seconds above 0")
+    if "pool_size" in own and not (own["pool_size"].isdigit() and 1 <= int(own["pool_size"]) <= MAX_POOL_SIZE):
+        raise StoreError(f"pool_size={own['pool_size']!r} must be a whole number of connections from 1 to "
+                         f"{MAX_POOL_SIZE}")
     # quote (not quote_plus): libpq reads "+" literally, so "-c%20x=y" must stay "%20"
     return urlunsplit(parts._replace(query=urlencode(rest, quote_via=quote))), own
 

@@ -104,6 +104,7 @@ class PostgresStore(PgNameReadsMixin, RowReadsMixin, PgEpisodeStoreMixin, PgHeal
         self._clock: Clock = clock or SystemClock()
         self.busy_timeout = busy_timeout
         self.read_timeout = float(own.get("read_timeout", read_timeout))  # the URL's wins
+        pool_size = int(own.get("pool_size", pool_size))  # likewise (chronomem serve --pool-size sets it)
         self._deadlines = Deadlines()
         kwargs = connection_kwargs(conninfo, schema, connect_timeout, lock_timeout=busy_timeout,
                                    statement_timeout=statement_timeout)
