@@ -35,7 +35,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from ...errors import InvalidInputError, StoreError, StoreUnavailableError
+from ...errors import ChronomemError, InvalidInputError, StoreError, StoreUnavailableError
 from .pool import Deadlines, Pool
 from .setup import _redact, connect, connection_kwargs, connection_lost, split_params
 
@@ -59,10 +59,6 @@ SETTLE_SQL = ("SELECT v, (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint "
 #: the server's identity (``None`` where the role may not read it)
 SYSTEM_ID_SQL = "SELECT system_identifier FROM pg_control_system()"
 _REPLAY_SQL = "SELECT (pg_last_wal_replay_lsn() - '0/0'::pg_lsn)::bigint"
-
-
-class NotAStandby(StoreError):
-    """The ``read_replica`` server is not a standby of this store's primary."""
 
 
 def system_id(conn: Any, psycopg: Any) -> int | None:
@@ -111,10 +107,10 @@ class Replica:
         try:
             row = conn.execute("SELECT pg_is_in_recovery()").fetchone()
             if not (row and row[0]):
-                raise NotAStandby(f"read_replica {self.url} is not a standby (pg_is_in_recovery() is false)")
+                raise InvalidInputError(f"read_replica: {self.url} is not a standby (pg_is_in_recovery() is false)")
             got = system_id(conn, self._psycopg)
             if got is not None and self._primary_id is not None and got != self._primary_id:
-                raise NotAStandby(f"read_replica {self.url} is not a standby of this store's primary "
+                raise InvalidInputError(f"read_replica: {self.url} is not a standby of this store's primary "
                                   f"(system identifier {got}, the primary's is {self._primary_id})")
         except BaseException:
             conn.close()
@@ -131,9 +127,9 @@ class Replica:
         not answer only logs (reads go to the primary until it does)."""
         try:
             self._pool.putconn(self._pool.getconn())
-        except NotAStandby as exc:
+        except InvalidInputError:
             self._pool.close()
-            raise InvalidInputError(f"read_replica: {exc}") from None
+            raise
         except (StoreError, self._psycopg.Error) as exc:
             self._went_down(exc)
 
@@ -175,7 +171,7 @@ class Replica:
             return None
         try:
             return self._pool.getconn()
-        except (StoreError, self._psycopg.Error) as exc:
+        except (ChronomemError, self._psycopg.Error) as exc:  # down, or (later) not a standby any more
             self._went_down(exc)
             self._count("down")
             return None
