@@ -235,6 +235,13 @@ def replica_pair(settings: str, why: str) -> Iterator[tuple[Cluster, Cluster]]:
     found = bindir()
     if found is None or not (found / "pg_basebackup").is_file():
         pytest.skip(f"PostgreSQL's initdb / pg_ctl / pg_basebackup are not installed (Debian: postgresql), so {why}")
+    if os.geteuid() == 0:
+        import pwd
+
+        try:
+            pwd.getpwnam("postgres")
+        except KeyError:
+            pytest.skip(f"running as root needs a 'postgres' system user to run the servers as, so {why}")
     replication = "wal_level = replica\nmax_wal_senders = 4\nhot_standby_feedback = on\n"
     primary = Cluster(found, settings + replication, prefix="chronomem-pgprimary-")
     standby = Cluster(found, settings, prefix="chronomem-pgstandby-")
