@@ -283,3 +283,32 @@ def test_a_standby_that_is_down_leaves_reads_on_the_primary(pair: Any, world: di
             assert time.monotonic() < deadline, _stats(rep)
             assert _dicts(rep.facts("alice", known_at=t1)) == want
             time.sleep(0.2)
+
+
+def test_a_stalled_standby_costs_one_read_timeout_then_is_left_alone(pair: Any, world: dict[str, Any]) -> None:
+    """A frozen standby (SIGSTOP: connections open, nothing answers): the
+    read waits ``read_timeout`` once and answers from the primary; the
+    next reads go to the primary at once."""
+    primary, standby = pair
+    t1 = world["t1"]
+    with chronomem.open(_url(primary) + "&read_timeout=1", read_replica=standby.url) as rep, \
+            chronomem.open(_url(primary)) as only:
+        want = _dicts(only.facts("alice", known_at=t1))
+        _pin(pair, rep, t1)
+        assert _dicts(rep.facts("alice", known_at=t1)) == want
+        assert _stats(rep)["replica"] == 1
+        pids = standby.freeze()
+        try:
+            start = time.monotonic()
+            assert _dicts(rep.facts("alice", known_at=t1)) == want
+            first = time.monotonic() - start
+            start = time.monotonic()
+            for _ in range(5):
+                assert _dicts(rep.facts("alice", known_at=t1)) == want
+            rest = time.monotonic() - start
+        finally:
+            standby.thaw(pids)
+        assert 0.9 < first < 5, first
+        assert rest < 0.5, rest
+        s = _stats(rep)
+        assert s["replica"] == 1 and s["down"] == 6, s

@@ -20,7 +20,8 @@ replica") gives the reasoning. In short:
   connection, dies, stalls past ``read_timeout``, cancels a statement for a
   recovery conflict or errs in any other way sends that read to the primary
   (logged once per outage); after a connection-level failure it is not
-  asked again for :data:`RETRY_AFTER` seconds.
+  asked again for :data:`RETRY_AFTER` seconds, after a stall for
+  ``read_timeout`` seconds (each stall costs a read that long).
 
 Only a physical standby of the store's own primary is used: each new
 connection checks ``pg_is_in_recovery()`` and that the server's system
@@ -192,7 +193,7 @@ class Replica:
                     return None
                 rows: list[tuple[Any, ...]] = conn.execute(sql, params).fetchall()
         except (StoreUnavailableError, self._psycopg.Error) as exc:
-            self.failed(exc)
+            self.failed(exc, timeout)
             return None
         finally:
             self._pool.putconn(conn)
@@ -209,19 +210,21 @@ class Replica:
             self._replayed = max(self._replayed, at)
             return self._replayed >= need
 
-    def failed(self, exc: BaseException) -> None:
-        """A read on the standby failed: the caller reads on the primary."""
+    def failed(self, exc: BaseException, stall: float = 0.0) -> None:
+        """A read on the standby failed (``stall``: after waiting that long
+        for an answer): the caller reads on the primary."""
         if isinstance(exc, StoreUnavailableError) or connection_lost(exc, self._psycopg):
             self._pool.discard_idle()
-            self._went_down(exc)
+            self._went_down(exc, stall if isinstance(exc, StoreUnavailableError) else 0.0)
         else:  # e.g. a statement cancelled for a conflict with recovery
             log.warning("a read on the read replica failed (%s); the primary answered it",
                         str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
         self._count("down" if self._down else "error")
 
-    def _went_down(self, exc: BaseException) -> None:
+    def _went_down(self, exc: BaseException, stall: float = 0.0) -> None:
         with self._lock:
-            self._down_until = time.monotonic() + RETRY_AFTER
+            # a standby that stalled is left alone as long as it made a read wait
+            self._down_until = time.monotonic() + max(RETRY_AFTER, stall)
             was, self._down = self._down, True
             self._replayed = -1
         if not was:

@@ -540,7 +540,7 @@ class _StaleReadConn(_ReadConn):
             try:
                 cur = self._timed(query, params, kwargs)
             except (StoreUnavailableError, self._store._psycopg.Error) as exc:
-                self._replica.failed(exc)
+                self._replica.failed(exc, self._store.read_timeout)
                 self._replica.putconn(self._conn)
                 self._conn = None
             else:
