@@ -230,6 +230,15 @@ def test_not_a_standby_is_refused(pair: Any) -> None:
         chronomem.open(_url(primary), read_replica=primary.url)
 
 
+def test_a_bad_read_replica_is_refused_before_anything_is_written(pair: Any) -> None:
+    primary, standby = pair
+    fresh = f"{primary.url}?schema=never_made"
+    for bad in ("mysql://x/y", 42, f"{standby.url}?schema=other", f"{standby.url}?schema=no-such!"):
+        with pytest.raises(InvalidInputError, match="read_replica"):
+            chronomem.open(fresh, read_replica=bad)  # type: ignore[arg-type]
+    assert _sql(primary, "SELECT count(*) FROM pg_namespace WHERE nspname = 'never_made'") == 0
+
+
 def test_sqlite_refuses_read_replica(tmp_path: Any, pair: Any) -> None:
     db = tmp_path / "m.db"
     with pytest.raises(InvalidInputError, match="read_replica"):

@@ -74,9 +74,12 @@ def system_id(conn: Any, psycopg: Any) -> int | None:
 class Replica:
     """The standby of one :class:`~.store.PostgresStore` (see the module docstring)."""
 
-    def __init__(self, url: str, psycopg: Any, *, schema: str | None, primary_id: int | None, pool_size: int,
-                 connect_timeout: float, statement_timeout: float, deadlines: Deadlines) -> None:
-        conninfo, own = split_params(url)
+    def __init__(self, url: str, psycopg: Any, *, schema: str | None, pool_size: int, connect_timeout: float,
+                 statement_timeout: float, deadlines: Deadlines) -> None:
+        try:
+            conninfo, own = split_params(url)
+        except StoreError as exc:
+            raise InvalidInputError(f"read_replica: {exc}") from None
         other = own.get("schema")
         if other is not None and other != schema:
             raise InvalidInputError(
@@ -84,7 +87,9 @@ class Replica:
                 "a standby holds the same schema as its primary (leave ?schema= out of read_replica)")
         self.url = _redact(url)
         self._psycopg = psycopg
-        self._primary_id = primary_id
+        # the primary's system identifier (set once the store has read it;
+        # ``None``: unknown, not compared)
+        self.primary_id: int | None = None
         self._deadlines = deadlines
         kwargs = connection_kwargs(conninfo, schema, min(connect_timeout, 2.0), statement_timeout=statement_timeout)
         self._open: Callable[[], Any] = lambda: connect(psycopg, conninfo, kwargs)
@@ -110,9 +115,9 @@ class Replica:
             if not (row and row[0]):
                 raise InvalidInputError(f"read_replica: {self.url} is not a standby (pg_is_in_recovery() is false)")
             got = system_id(conn, self._psycopg)
-            if got is not None and self._primary_id is not None and got != self._primary_id:
+            if got is not None and self.primary_id is not None and got != self.primary_id:
                 raise InvalidInputError(f"read_replica: {self.url} is not a standby of this store's primary "
-                                  f"(system identifier {got}, the primary's is {self._primary_id})")
+                                  f"(system identifier {got}, the primary's is {self.primary_id})")
         except BaseException:
             conn.close()
             raise

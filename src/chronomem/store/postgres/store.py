@@ -114,6 +114,15 @@ class PostgresStore(PgNameReadsMixin, RowReadsMixin, PgEpisodeStoreMixin, PgHeal
         self.busy_timeout = busy_timeout
         self.read_timeout = float(own.get("read_timeout", read_timeout))  # the URL's wins
         self._deadlines = Deadlines()
+        # the replica's URL is checked before the primary is touched (no
+        # migration runs for an open that is refused); it connects later
+        replica: Replica | None = None
+        if read_replica is not None:
+            if not isinstance(read_replica, str) or not read_replica.startswith(("postgresql://", "postgres://")):
+                raise InvalidInputError("read_replica must be a postgresql:// URL of a streaming standby")
+            replica = Replica(read_replica, psycopg, schema=schema, pool_size=pool_size,
+                              connect_timeout=connect_timeout, statement_timeout=statement_timeout,
+                              deadlines=self._deadlines)
         kwargs = connection_kwargs(conninfo, schema, connect_timeout, lock_timeout=busy_timeout,
                                    statement_timeout=statement_timeout)
         first = connect(psycopg, conninfo, kwargs)
@@ -125,7 +134,8 @@ class PostgresStore(PgNameReadsMixin, RowReadsMixin, PgEpisodeStoreMixin, PgHeal
             # connection of the pool), which "normal" follows
             with self._errors():
                 row = first.execute(f"SELECT current_setting('synchronous_commit'), ({CAN_EMIT_SQL})").fetchone()
-                primary_id = system_id(first, psycopg) if read_replica is not None else None
+                if replica is not None:  # a standby of it has the same (pg_control_system)
+                    replica.primary_id = system_id(first, psycopg)
         finally:
             first.close()
         self.commit_plan = CommitPlan(durability, str(row[0]), bool(row[1]))
@@ -143,15 +153,10 @@ class PostgresStore(PgNameReadsMixin, RowReadsMixin, PgEpisodeStoreMixin, PgHeal
         self._settled = -(2**63)
         self._closed = False
         self._foreign_of: int | None = None  # set in a forked child (see _fork)
-        self._replica: Replica | None = None
-        if read_replica is not None:
-            if not isinstance(read_replica, str) or not read_replica.startswith(("postgresql://", "postgres://")):
-                raise InvalidInputError("read_replica must be a postgresql:// URL of a streaming standby")
-            self._replica = Replica(read_replica, psycopg, schema=schema, primary_id=primary_id,
-                                    pool_size=pool_size, connect_timeout=connect_timeout,
-                                    statement_timeout=statement_timeout, deadlines=self._deadlines)
+        self._replica = replica
+        if replica is not None:
             try:
-                self._replica.check()
+                replica.check()
             except BaseException:
                 self._pool.close()
                 raise
@@ -528,7 +533,7 @@ class _StaleReadConn(_ReadConn):
 
     __slots__ = ("_replica", "_primary")
 
-    def __init__(self, store: PostgresStore, replica: Replica) -> None:  # noqa: D107 - no super: no primary conn yet
+    def __init__(self, store: PostgresStore, replica: Replica) -> None:  # no super(): no primary connection yet
         self._store = store
         self._replica = replica
         self._conn = replica.getconn()
