@@ -2,7 +2,8 @@
 one: initdb into a temp dir, run as the ``postgres`` user when the tests run
 as root (PostgreSQL refuses root), on a free loopback port. Used by
 ``test_pg_crash.py`` (acknowledged writes survive a crash) and
-``test_pg_outage.py`` (a memory rides out restarts, crashes and stalls)."""
+``test_pg_outage.py`` (a memory rides out restarts, crashes and stalls);
+:func:`replica_pair` adds a streaming standby of it (``test_pg_replica.py``)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from typing import Iterator
 import psycopg
 import pytest
 
-__all__ = ["Cluster", "bindir", "throwaway"]
+__all__ = ["Cluster", "bindir", "replica_pair", "throwaway"]
 
 
 def bindir() -> Path | None:
@@ -64,10 +65,10 @@ def _children(pid: int) -> list[int]:
 class Cluster:
     """A throwaway PostgreSQL server in a temp dir (see the module docstring)."""
 
-    def __init__(self, bindir: Path, settings: str) -> None:
+    def __init__(self, bindir: Path, settings: str, prefix: str = "chronomem-pgtest-") -> None:
         self.bindir = bindir
         self.settings = settings  # postgresql.conf lines; {port} and {root} are filled in
-        self.root = Path(tempfile.mkdtemp(prefix="chronomem-pgtest-"))
+        self.root = Path(tempfile.mkdtemp(prefix=prefix))
         self.data = self.root / "data"
         self.port = _free_port()
         self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
@@ -95,6 +96,16 @@ class Cluster:
                   "--locale=C", "--no-sync")
         with open(self.data / "postgresql.conf", "a") as conf:
             conf.write(self.settings.format(port=self.port, root=self.root))
+
+    def standby_of(self, primary: "Cluster") -> None:
+        """Make this cluster a streaming standby of ``primary`` (a base
+        backup with ``-R``: ``standby.signal`` and its ``primary_conninfo``),
+        on its own port and socket directory."""
+        self._run("pg_basebackup", "-h", "127.0.0.1", "-p", str(primary.port), "-U", "postgres",
+                  "-D", str(self.data), "-R", "-X", "stream", "-c", "fast", "--no-sync")
+        with open(self.data / "postgresql.conf", "a") as conf:
+            conf.write(self.settings.format(port=self.port, root=self.root))
+            conf.write("hot_standby = on\n")
 
     def start(self) -> None:
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"), "-w", "-t", "120", "start")
@@ -213,3 +224,48 @@ def throwaway(settings: str, why: str) -> Iterator[Cluster]:
         yield c
     finally:
         c.remove()
+
+
+def replica_pair(settings: str, why: str) -> Iterator[tuple[Cluster, Cluster]]:
+    """A started primary (``wal_level=replica``, loopback replication
+    allowed) and a streaming standby of it that accepts read-only
+    connections, each on a loopback port of its own, both removed
+    afterwards; the body of a module fixture. Skips (saying ``why``) where
+    initdb / pg_ctl / pg_basebackup are missing."""
+    found = bindir()
+    if found is None or not (found / "pg_basebackup").is_file():
+        pytest.skip(f"PostgreSQL's initdb / pg_ctl / pg_basebackup are not installed (Debian: postgresql), so {why}")
+    if os.geteuid() == 0:
+        import pwd
+
+        try:
+            pwd.getpwnam("postgres")
+        except KeyError:
+            pytest.skip(f"running as root needs a 'postgres' system user to run the servers as, so {why}")
+    replication = "wal_level = replica\nmax_wal_senders = 4\nhot_standby_feedback = on\n"
+    primary = Cluster(found, settings + replication, prefix="chronomem-pgprimary-")
+    standby = Cluster(found, settings, prefix="chronomem-pgstandby-")
+    try:
+        primary.create()
+        with open(primary.data / "pg_hba.conf", "a") as hba:
+            hba.write("host replication postgres 127.0.0.1/32 trust\n")
+        primary.start()
+        with psycopg.connect(primary.url, autocommit=True) as con:
+            con.execute("CREATE EXTENSION IF NOT EXISTS btree_gist SCHEMA public")
+        standby.standby_of(primary)
+        standby.start()
+        deadline = time.monotonic() + 60
+        while True:  # pg_ctl -w returns once it accepts connections; wait for streaming too
+            try:
+                with psycopg.connect(standby.url, autocommit=True, connect_timeout=2) as con:
+                    row = con.execute("SELECT pg_is_in_recovery(), status FROM pg_stat_wal_receiver").fetchone()
+                if row is not None and row[0] and row[1] == "streaming":
+                    break
+            except psycopg.OperationalError:
+                pass
+            assert time.monotonic() < deadline, "the standby did not start streaming within 60 s"
+            time.sleep(0.05)
+        yield primary, standby
+    finally:
+        standby.remove()
+        primary.remove()

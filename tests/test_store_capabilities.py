@@ -18,7 +18,8 @@ from chronomem.store.sqlite.store import SQLiteStore
 
 EXPECTED = {
     "sqlite": (SQLiteStore, Capabilities(episodes=True, entity_prefix_search=True, local_path=None)),
-    "postgres": (PostgresStore, Capabilities(episodes=True, entity_prefix_search=True, local_path=None)),
+    "postgres": (PostgresStore, Capabilities(episodes=True, entity_prefix_search=True, local_path=None,
+                                             read_replica=True)),
 }
 
 

@@ -28,6 +28,7 @@ def open(
     busy_timeout: float = 30.0,
     embedder: "Embedder | str | None" = "auto",
     agent: str | None = None,
+    read_replica: str | None = None,
 ) -> Memory:
     """Open (creating if needed) a memory.
 
@@ -50,8 +51,15 @@ def open(
     ``agent`` is who this memory's writes are recorded as (``recorded_by``;
     default: the local user; a server records each request's token name
     through :meth:`Memory.acting_as`).
+    ``read_replica`` (PostgreSQL) is the URL of a streaming standby of the
+    store's server: a fact read "as known at" a time the standby has
+    replayed runs there, and so does every read inside
+    :meth:`Memory.stale_reads`; everything else, and every read the standby
+    cannot answer now, runs on the primary (``docs/postgres.md``, "Read
+    replica"). A SQLite target refuses it (:class:`InvalidInputError`).
     """
-    store = open_store_at(target, clock=clock, durability=durability, busy_timeout=busy_timeout)
+    store = open_store_at(target, clock=clock, durability=durability, busy_timeout=busy_timeout,
+                          read_replica=read_replica)
     try:
         mem = Memory(store, namespace, timezone=timezone, clock=clock, agent=agent)
     except BaseException:

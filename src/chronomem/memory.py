@@ -29,7 +29,7 @@ from .service.evidence.recall import Recaller
 from .service.evidence.search import Search
 from .service.reads import FactReads
 from .service.scope import ACTING_AS, Scope
-from .store.protocol import Store
+from .store.protocol import STALE_READS, Store
 
 if TYPE_CHECKING:  # pragma: no cover - imported on first use, see _lazy
     from .service.analyses import Analyses
@@ -281,6 +281,19 @@ class Memory:
             yield self
         finally:
             ACTING_AS.reset(token)
+
+    @contextlib.contextmanager
+    def stale_reads(self) -> Iterator["Memory"]:
+        """Let the reads made inside the block (in this thread or task,
+        through any memory) answer from the store's read replica
+        (``open(..., read_replica=...)``) whatever it has replayed: an answer
+        may then miss the last writes, by the replica's lag. Reads inside a
+        write, and every read of a store without a replica, are unchanged."""
+        token = STALE_READS.set(True)
+        try:
+            yield self
+        finally:
+            STALE_READS.reset(token)
 
     def close(self) -> None:
         if self._owns_store:

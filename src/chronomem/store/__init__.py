@@ -86,17 +86,24 @@ def open_store(
     clock: Any = None,
     durability: str = "normal",
     busy_timeout: float = 30.0,
+    read_replica: str | None = None,
 ) -> Store:
     """Open (creating if needed) the store behind a path or URL (see
     :func:`resolve_url`). ``durability``: see :func:`chronomem.open` and
     ``docs/postgres.md``, "Durability"; ``busy_timeout``: how long a write
     waits for another writer's lock (SQLite's busy timeout, PostgreSQL's
-    ``lock_timeout``) before :class:`~chronomem.errors.StoreLockedError`."""
+    ``lock_timeout``) before :class:`~chronomem.errors.StoreLockedError`;
+    ``read_replica``: a streaming standby's URL (PostgreSQL only, refused
+    before anything is opened elsewhere; ``docs/postgres.md``, "Read replica")."""
     backend, location = resolve_url(url)
     if backend == "sqlite":
         from .sqlite.store import SQLiteStore
 
+        if read_replica is not None:  # before the file is created (its capabilities say read_replica=False)
+            raise InvalidInputError("read_replica: a SQLite memory has no read replica (it is a PostgreSQL option)")
+
         return SQLiteStore(location, clock=clock, durability=durability, busy_timeout=busy_timeout)
     from .postgres.store import PostgresStore
 
-    return PostgresStore(location, clock=clock, durability=durability, busy_timeout=busy_timeout)
+    return PostgresStore(location, clock=clock, durability=durability, busy_timeout=busy_timeout,
+                         read_replica=read_replica)

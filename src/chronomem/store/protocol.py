@@ -12,14 +12,15 @@ suite runs unchanged against each implementation.
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal, Protocol, Sequence
 
 from ..core.time import Clock
 from ..core.version import ObjKey, Row
 
-__all__ = ["Capabilities", "EntityRecord", "FactQuery", "FACT_COLUMNS", "KEY_COLUMNS", "KEY_OBJECT_COLUMNS",
-           "PredicateRecord",
+__all__ = ["STALE_READS", "Capabilities", "EntityRecord", "FactQuery", "FACT_COLUMNS", "KEY_COLUMNS",
+           "KEY_OBJECT_COLUMNS", "PredicateRecord",
            "READ_COLUMNS", "Row", "Store", "StoreHealth", "TokenRecord", "WriteTx", "ObjKey"]
 
 # Column order shared by every backend for fact rows.
@@ -208,6 +209,16 @@ class Capabilities:
     # the local file the store lives in, for caches kept beside it (the ANN
     # index files); ``None`` for an in-memory or a server store
     local_path: str | None = None
+    # it can be opened with ``read_replica=`` (a streaming standby that
+    # answers the reads allowed there: ``docs/postgres.md``, "Read replica")
+    read_replica: bool = False
+
+
+#: Whether the reads of the current thread or task accept a stale answer
+#: (:meth:`chronomem.Memory.stale_reads`): a store with a read replica may
+#: then answer them there, whatever the replica has replayed. A context
+#: variable, so one request of a server opting in leaves the others alone.
+STALE_READS: ContextVar[bool] = ContextVar("chronomem_stale_reads", default=False)
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,7 @@ def _configure_logging(verbose: int) -> None:
 
 #: the group's options that every command also takes after its name
 #: (``chronomem mcp --db X`` as well as ``chronomem --db X mcp``)
-GLOBAL_OPTIONS = ("db", "namespace", "timezone", "embedder", "verbose")
+GLOBAL_OPTIONS = ("db", "namespace", "timezone", "embedder", "read_replica", "verbose")
 
 
 def _set_late_global(ctx: click.Context, param: click.Parameter, value: Any) -> None:
@@ -181,10 +181,15 @@ def _escape_unencodable_output() -> None:
               type=click.Choice(["auto", *EMBEDDERS, "none"]),
               help="Sentence embedder for episodes and search: auto = the built-in model the store's vectors "
                    "were made with, else minilm; none = lexical only [env CHRONOMEM_EMBEDDER].")
+@click.option("--read-replica", envvar="CHRONOMEM_READ_REPLICA", default=None, metavar="URL",
+              help="PostgreSQL: a streaming standby of the --db server; reads as known at a time it has "
+                   "replayed run there, the rest on the primary (docs/postgres.md, \"Read replica\") "
+                   "[env CHRONOMEM_READ_REPLICA].")
 @click.option("-v", "--verbose", count=True, help="Log progress to stderr (-vv for debug).")
 @click.version_option(package_name="chronomem", prog_name="chronomem")
 @click.pass_context
-def main(ctx: click.Context, db: str | None, namespace: str, timezone: str, embedder: str, verbose: int) -> None:
+def main(ctx: click.Context, db: str | None, namespace: str, timezone: str, embedder: str,
+         read_replica: str | None, verbose: int) -> None:
     """chronomem: a local-first, bi-temporal knowledge-graph memory.
 
     Facts are `SUBJECT -PREDICATE-> OBJECT` with a valid time (when it was
@@ -195,7 +200,8 @@ def main(ctx: click.Context, db: str | None, namespace: str, timezone: str, embe
     yesterday, '3 days ago', 'last March', 'April 2022', 'Q3 2024'.
     """
     _configure_logging(verbose)
-    state = State(db=db, namespace=namespace, timezone=timezone, embedder=embedder, verbose=verbose)
+    state = State(db=db, namespace=namespace, timezone=timezone, embedder=embedder, verbose=verbose,
+                  read_replica=read_replica)
     ctx.obj = state
     ctx.call_on_close(state.close)
     log.debug("database %s, namespace %s", state.db_path, namespace)

@@ -76,6 +76,7 @@ class State:
     timezone: str
     embedder: str = "auto"
     verbose: int = 0
+    read_replica: str | None = None  # a PostgreSQL standby's URL (--read-replica)
     json: bool = False
     _mem: Memory | None = None
 
@@ -102,7 +103,7 @@ class State:
                     "at an existing file"
                 )
             self._mem = chronomem.open(target, namespace=self.namespace, timezone=self.timezone,
-                                       embedder=self.embedder_arg)
+                                       embedder=self.embedder_arg, read_replica=self.read_replica)
         return self._mem
 
     def close(self) -> None:

@@ -22,6 +22,9 @@ single-valued invariant even for a writer that bypasses the locks.
 Reads run on pooled autocommit connections (:mod:`.pool`); inside a write
 transaction (same thread) they run on the transaction's connection and see
 its changes, and :meth:`PostgresStore.read` pins one REPEATABLE READ snapshot.
+With ``read_replica=`` (a streaming standby, :mod:`.replica`), a fact read
+"as known at" a settled time the standby has replayed runs there, and so does
+every read outside a transaction inside ``Memory.stale_reads()``.
 
 Outages (``docs/postgres.md``, "Outages and timeouts"): a connection-level
 failure is a :class:`~chronomem.errors.StoreUnavailableError`, never a
@@ -43,10 +46,16 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from ...core.time import MAX_US, Clock, SystemClock, from_us, peek_clock, to_us
-from ...errors import StoreError, StoreLockedError, StoreUnavailableError, WriteOutcomeUnknownError
+from ...errors import (
+    InvalidInputError,
+    StoreError,
+    StoreLockedError,
+    StoreUnavailableError,
+    WriteOutcomeUnknownError,
+)
 from .. import fork as _fork
 from ..names import NameCache
-from ..protocol import Capabilities, EpisodeStore, FactQuery, Row
+from ..protocol import STALE_READS, Capabilities, EpisodeStore, FactQuery, Row
 from ..sql.dialect import POSTGRES
 from ..sql.facts import READS, compose_fact_sql
 from ..sql.reads import RowReadsMixin, StoreSQL
@@ -56,6 +65,7 @@ from .episodes import PgEpisodeStoreMixin
 from .health import PgHealthMixin
 from .name_reads import PgNameReadsMixin
 from .pool import Deadlines, Pool
+from .replica import SETTLE_SQL, Replica, system_id
 from .setup import _redact, connect, connection_kwargs, connection_lost, import_psycopg, migrate, split_params
 from .setup import split_schema as split_schema  # re-exported: part of this module's API
 from .tx import PgTx
@@ -84,12 +94,13 @@ class PostgresStore(PgNameReadsMixin, RowReadsMixin, PgEpisodeStoreMixin, PgHeal
     _rows_sql = StoreSQL(POSTGRES)
     token_sql = TokenSQL(POSTGRES)
     pgvector = False
-    # episodes and prefix search; a server store has no local file
-    capabilities = Capabilities(episodes=True, entity_prefix_search=True, local_path=None)
+    # episodes, prefix search and a read replica; a server store has no local file
+    capabilities = Capabilities(episodes=True, entity_prefix_search=True, local_path=None, read_replica=True)
 
     def __init__(self, url: str, *, clock: Any = None, pool_size: int = 4, connect_timeout: float = 10.0,
                  durability: str = "normal", busy_timeout: float = 30.0,
-                 statement_timeout: float = STATEMENT_TIMEOUT, read_timeout: float = READ_TIMEOUT) -> None:
+                 statement_timeout: float = STATEMENT_TIMEOUT, read_timeout: float = READ_TIMEOUT,
+                 read_replica: str | None = None) -> None:
         psycopg = import_psycopg()
 
         from .tx import CAN_EMIT_SQL, CommitPlan, check_durability
@@ -106,6 +117,15 @@ class PostgresStore(PgNameReadsMixin, RowReadsMixin, PgEpisodeStoreMixin, PgHeal
         self.read_timeout = float(own.get("read_timeout", read_timeout))  # the URL's wins
         pool_size = int(own.get("pool_size", pool_size))  # likewise (chronomem serve --pool-size sets it)
         self._deadlines = Deadlines()
+        # the replica's URL is checked before the primary is touched (no
+        # migration runs for an open that is refused); it connects later
+        replica: Replica | None = None
+        if read_replica is not None:
+            if not isinstance(read_replica, str) or not read_replica.startswith(("postgresql://", "postgres://")):
+                raise InvalidInputError("read_replica must be a postgresql:// URL of a streaming standby")
+            replica = Replica(read_replica, psycopg, schema=schema, pool_size=pool_size,
+                              connect_timeout=connect_timeout, statement_timeout=statement_timeout,
+                              deadlines=self._deadlines)
         kwargs = connection_kwargs(conninfo, schema, connect_timeout, lock_timeout=busy_timeout,
                                    statement_timeout=statement_timeout)
         first = connect(psycopg, conninfo, kwargs)
@@ -117,6 +137,8 @@ class PostgresStore(PgNameReadsMixin, RowReadsMixin, PgEpisodeStoreMixin, PgHeal
             # connection of the pool), which "normal" follows
             with self._errors():
                 row = first.execute(f"SELECT current_setting('synchronous_commit'), ({CAN_EMIT_SQL})").fetchone()
+                if replica is not None:  # a standby of it has the same (pg_control_system)
+                    replica.primary_id = system_id(first, psycopg)
         finally:
             first.close()
         self.commit_plan = CommitPlan(durability, str(row[0]), bool(row[1]))
@@ -134,6 +156,13 @@ class PostgresStore(PgNameReadsMixin, RowReadsMixin, PgEpisodeStoreMixin, PgHeal
         self._settled = -(2**63)
         self._closed = False
         self._foreign_of: int | None = None  # set in a forked child (see _fork)
+        self._replica = replica
+        if replica is not None:
+            try:
+                replica.check()
+            except BaseException:
+                self._pool.close()
+                raise
         _fork.track(self)
 
     # -- lifecycle ------------------------------------------------------
@@ -151,6 +180,8 @@ class PostgresStore(PgNameReadsMixin, RowReadsMixin, PgEpisodeStoreMixin, PgHeal
             self._closed = True
             if self._foreign_of is None:  # the parent's pool is not this process's to close
                 self._pool.close()
+                if self._replica is not None:
+                    self._replica.close()
 
     # -- fork (see _fork): a child never uses, closes or finalizes the
     # parent's pool; its sockets and threads are the parent's
@@ -166,6 +197,9 @@ class PostgresStore(PgNameReadsMixin, RowReadsMixin, PgEpisodeStoreMixin, PgHeal
         _fork.keep(self._pool)
         self._foreign_of = parent_pid
         self._pool = _fork.Foreign(parent_pid)  # type: ignore[assignment]
+        if self._replica is not None:  # its pool is the parent's too: the child reads on the primary
+            _fork.keep(self._replica._pool)
+            self._replica = None
         self._local = threading.local()  # the parent's open transaction is not ours
         self._write_lock = threading.RLock()
 
@@ -211,7 +245,8 @@ class PostgresStore(PgNameReadsMixin, RowReadsMixin, PgEpisodeStoreMixin, PgHeal
         if self._closed:
             raise StoreError("this memory is closed")
         with self._errors():
-            read = _ReadConn(self)
+            read = (_StaleReadConn(self, self._replica) if self._replica is not None and STALE_READS.get()
+                    else _ReadConn(self))
             try:
                 yield read
             finally:
@@ -305,13 +340,17 @@ class PostgresStore(PgNameReadsMixin, RowReadsMixin, PgEpisodeStoreMixin, PgHeal
         if known_at <= self._settled or getattr(self._local, "conn", None) is not None:
             return
         psycopg = self._psycopg
+        replica = self._replica
         with self._errors(), self._pool.connection() as conn:
             # wait for open writes at most SETTLE_WAIT: a read should not fail
             # (or hang) because a long bulk load holds the store's lock
             conn.execute("SELECT set_config('lock_timeout', %s, false)", (f"{int(SETTLE_WAIT * 1000)}ms",))
             try:
+                # with a replica, also where the primary's WAL stands once
+                # everything stamped up to the settled time has committed
                 row = conn.execute(
-                    "SELECT chronomem_settle(%s, %s)", (known_at, to_us(peek_clock(self._clock)))
+                    "SELECT chronomem_settle(%s, %s)" if replica is None else SETTLE_SQL,
+                    (known_at, to_us(peek_clock(self._clock)))
                 ).fetchone()
             except psycopg.errors.LockNotAvailable:
                 conn.execute("SELECT pg_advisory_unlock_all()")
@@ -322,6 +361,8 @@ class PostgresStore(PgNameReadsMixin, RowReadsMixin, PgEpisodeStoreMixin, PgHeal
                 conn.execute("RESET lock_timeout")
         assert row is not None
         self._settled = max(self._settled, int(row[0]))
+        if replica is not None:
+            replica.settled(int(row[0]), int(row[1]))
 
     def _rollback(self, conn: Any, unlock: bool = False) -> None:
         try:
@@ -384,9 +425,25 @@ class PostgresStore(PgNameReadsMixin, RowReadsMixin, PgEpisodeStoreMixin, PgHeal
         backend slower when measured: 73 ms instead of 12 ms for a LIMITed
         read of a 25,000-fact entity, so it is not used here.)"""
         sql, params = self.read_sql(q)
+        replica = self._replica
+        if (replica is not None and q.known_at is not None and not q.all_versions
+                and getattr(self._local, "conn", None) is None and not STALE_READS.get()):
+            # as known at a settled time: on the standby once it has replayed that far
+            need = replica.marker(q.known_at)
+            if need is not None:
+                got = replica.fetch(sql, params, need=need, timeout=self.read_timeout)
+                if got is not None:
+                    return got
         with self._conn() as conn:
             rows: list[tuple[Any, ...]] = conn.execute(sql, params).fetchall()
             return rows
+
+    def replica_stats(self) -> dict[str, int] | None:
+        """Where the reads that could use the read replica went (``replica``,
+        or the primary because it was ``behind``, ``down``, ``busy`` or
+        erred: ``error``), and the last replay position it reported
+        (``replayed``, bytes; -1: unknown); ``None`` without a replica."""
+        return None if self._replica is None else self._replica.stats()
 
     def _fetch(self, *queries: tuple[str, Sequence[Any]]) -> list[list[tuple[Any, ...]]]:
         with self._conn() as conn:
@@ -470,6 +527,50 @@ class _ReadConn:
 
     def release(self) -> None:
         self._store._pool.putconn(self._conn)
+
+
+class _StaleReadConn(_ReadConn):
+    """A read that accepts staleness (``Memory.stale_reads``): its statements
+    run on the read replica; when the replica is unusable, or a statement
+    fails there, that statement and the rest run on the primary."""
+
+    __slots__ = ("_replica", "_primary")
+
+    def __init__(self, store: PostgresStore, replica: Replica) -> None:  # no super(): no primary connection yet
+        self._store = store
+        self._replica = replica
+        self._conn = replica.getconn()
+        self._retried = False
+        self._primary: _ReadConn | None = None
+
+    def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+        if self._conn is not None:
+            try:
+                cur = self._timed(query, params, kwargs)
+            except (StoreUnavailableError, self._store._psycopg.Error) as exc:
+                self._replica.failed(exc, self._store.read_timeout)
+                self._replica.putconn(self._conn)
+                self._conn = None
+            else:
+                self._replica._count("replica")
+                return cur
+        if self._primary is None:
+            self._primary = _ReadConn(self._store)
+        return self._primary.execute(query, params, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn if self._conn is not None else self._primary_conn(), name)
+
+    def _primary_conn(self) -> Any:
+        if self._primary is None:
+            self._primary = _ReadConn(self._store)
+        return self._primary._conn
+
+    def release(self) -> None:
+        if self._conn is not None:
+            self._replica.putconn(self._conn)
+        if self._primary is not None:
+            self._primary.release()
 
 
 if TYPE_CHECKING:  # pragma: no cover - mypy checks the store against both protocols

@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Latency of a pinned read on a read replica beside the same read on the
+primary (``docs/postgres.md``, "Read replica").
+
+Starts a throwaway primary and a streaming standby of it on loopback ports
+(``tests/pg_cluster.replica_pair``: initdb, ``pg_basebackup -R``; run as the
+``postgres`` user under root), writes ``--facts`` facts over ``--subjects``
+subjects (a single-valued predicate superseded along the way), settles a
+time T, waits until the standby has replayed it, then times ``--reads``
+reads of ``facts(subject=..., known_at=T)`` through a memory opened with
+``read_replica=`` and through one without, interleaved (one of each per
+round, in turns, after a warm-up read of every subject). It also counts the transactions each server ran
+per read (``pg_stat_database.xact_commit``). Both servers are removed after.
+
+    .venv/bin/python bench/replica_bench.py [--reads 500] [--facts 20000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+import psycopg  # noqa: E402
+
+import chronomem  # noqa: E402
+from chronomem.core.time import to_us  # noqa: E402
+from pg_cluster import Cluster, replica_pair  # noqa: E402
+
+SETTINGS = """
+listen_addresses = '127.0.0.1'
+port = {port}
+unix_socket_directories = '{root}'
+max_connections = 40
+shared_buffers = 64MB
+fsync = off
+autovacuum = off
+"""
+
+
+def one(c: Cluster, sql: str) -> int:
+    with psycopg.connect(c.url, autocommit=True) as con:
+        row = con.execute(sql).fetchone()
+        return int(row[0]) if row and row[0] is not None else -1
+
+
+def caught_up(primary: Cluster, standby: Cluster) -> None:
+    target = one(primary, "SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint")
+    while one(standby, "SELECT (pg_last_wal_replay_lsn() - '0/0'::pg_lsn)::bigint") < target:
+        time.sleep(0.01)
+
+
+def xacts(c: Cluster) -> int:
+    time.sleep(0.3)  # an exiting backend's report
+    return one(c, "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")
+
+
+def pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reads", type=int, default=500)
+    ap.add_argument("--facts", type=int, default=20000)
+    ap.add_argument("--subjects", type=int, default=500)
+    args = ap.parse_args()
+    pair = replica_pair(SETTINGS, "the benchmark needs a server pair of its own")
+    primary, standby = next(pair)
+    try:
+        url = f"{primary.url}?schema=bench"
+        with chronomem.open(url) as w:
+            w.define_predicate("works_at", cardinality="one")
+            batch = []
+            for i in range(args.facts):
+                s = f"person{i % args.subjects}"
+                if i % 5 == 0:
+                    batch.append({"subject": s, "predicate": "works_at", "object": f"org{i % 97}",
+                                  "valid_from": f"{2000 + (i // args.subjects) % 24}-01"})
+                else:
+                    batch.append({"subject": s, "predicate": f"p{i % 7}", "object": f"o{i}",
+                                  "valid_from": f"{2000 + i % 24}-03"})
+                if len(batch) == 2000:
+                    w.add_facts(batch)
+                    batch = []
+            if batch:
+                w.add_facts(batch)
+            known = w.now()
+        subjects = [f"person{i}" for i in range(args.subjects)]
+        with chronomem.open(url, read_replica=standby.url) as rep, chronomem.open(url) as only:
+            rep.store.settle(to_us(known))  # type: ignore[attr-defined]
+            only.store.settle(to_us(known))  # type: ignore[attr-defined]
+            caught_up(primary, standby)
+            for s in subjects:  # warm both servers' caches, the name cache and both pools
+                assert [f.to_dict() for f in rep.facts(s, known_at=known)] == \
+                       [f.to_dict() for f in only.facts(s, known_at=known)]
+            before = dict(rep.store.replica_stats())  # type: ignore[attr-defined]
+            t_rep: list[float] = []
+            t_pri: list[float] = []
+            for i in range(args.reads):  # interleaved, the order swapped every round
+                s = subjects[i % len(subjects)]
+                for mem, out in ((rep, t_rep), (only, t_pri))[:: 1 if i % 2 else -1]:
+                    t = time.perf_counter()
+                    mem.facts(s, known_at=known)
+                    out.append(time.perf_counter() - t)
+            after = dict(rep.store.replica_stats())  # type: ignore[attr-defined]
+        # what each server runs per read: transactions of a memory that warms up
+        # (every subject once: names cached) and reads, less those of one that only
+        # warms up; counted once it is closed (a backend reports them when it exits)
+        def run(extra: dict[str, str], reads: int) -> tuple[int, int]:
+            start = (xacts(primary), xacts(standby))
+            with chronomem.open(url, **extra) as mem:  # type: ignore[arg-type]
+                for i in range(len(subjects) + reads):
+                    mem.facts(subjects[i % len(subjects)], known_at=known)
+            return xacts(primary) - start[0], xacts(standby) - start[1]
+
+        per_read = []
+        for extra in ({"read_replica": standby.url}, {}):
+            full, warm = run(extra, args.reads), run(extra, 0)
+            per_read.append(tuple((full[k] - warm[k]) / args.reads for k in (0, 1)))
+        rows = args.facts // args.subjects
+        print(f"{args.facts} facts over {args.subjects} subjects (~{rows} versions each); "
+              f"{args.reads} reads of facts(subject, known_at=T) each way")
+        print(f"{'path':<28}{'p50 ms':>9}{'p99 ms':>9}{'mean ms':>9}{'primary tx/read':>17}{'standby tx/read':>17}")
+        for name, ts, per in (("read_replica (standby)", t_rep, per_read[0]), ("primary only", t_pri, per_read[1])):
+            print(f"{name:<28}{pct(ts, 50) * 1e3:>9.3f}{pct(ts, 99) * 1e3:>9.3f}"
+                  f"{statistics.fmean(ts) * 1e3:>9.3f}{per[0]:>17.2f}{per[1]:>17.2f}")
+        print("replica stats during the replica run:",
+              {k: after[k] - before[k] for k in after if k != "replayed"})
+    finally:
+        try:
+            next(pair)
+        except StopIteration:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
