@@ -111,7 +111,8 @@ def _env(pycache: Path | None = None) -> dict[str, str]:
     env = dict(os.environ)
     for name in ("CHRONOMEM_DB", "CHRONOMEM_NAMESPACE", "CHRONOMEM_TOKEN"):
         env.pop(name, None)
-    if pycache is not None and env.pop("PYTHONDONTWRITEBYTECODE", None):
+    if pycache is not None and env.get("PYTHONDONTWRITEBYTECODE"):
+        del env["PYTHONDONTWRITEBYTECODE"]
         env["PYTHONPYCACHEPREFIX"] = str(pycache)
     return env
 
@@ -149,7 +150,7 @@ def create_token(db: str, name: str, namespace: str, scope: str, env: dict[str, 
 def make_agents(db: str, n: int, readers: int = 1, env: dict[str, str] | None = None) -> list[Agent]:
     """The agents with their tokens (four CLI processes at a time)."""
     with ThreadPoolExecutor(4) as pool:
-        return list(pool.map(lambda a: create_token(db, *a, env=env), plan(n, readers)))
+        return list(pool.map(lambda a: create_token(db, a[0], a[1], a[2], env), plan(n, readers)))
 
 
 @contextlib.contextmanager
@@ -206,6 +207,7 @@ async def run_agent(agent: Agent, url: str, index: int, deadline: float, max_cal
                 if time.monotonic() >= deadline:
                     break
                 roll = rng.random()
+                args: dict[str, Any]
                 if roll < 0.35:  # a note of its own (multi-valued)
                     kind = "write"
                     args = {"subject": f"{agent.name}-item-{k % ITEMS}", "predicate": "note",
