@@ -415,3 +415,110 @@ def test_mcp_tools_enforce_scope_and_namespace(team: Team) -> None:
     asyncio.run(go())
     assert [f.object for f in team.mem.view("team").facts("Orbit", "budget")] == ["5k"]
     assert team.mem.facts("Orbit") == []
+
+
+# -- who wrote what, end to end -------------------------------------------------
+def _facts(r: httpx.Response) -> set[tuple[str, str, str, str]]:
+    assert r.status_code == 200, r.text
+    return {(f["subject"], f["predicate"], str(f["object"]), f["recorded_by"]) for f in r.json()["facts"]}
+
+
+def test_two_tokens_write_over_api_and_mcp_and_read_their_versions_back(store_url: str) -> None:
+    """Ann and Bob, two write tokens of namespace ``team``, write over the
+    HTTP API and over MCP; Bob corrects one of Ann's facts on each surface.
+    Every version is recorded as the token that wrote it (the old version by
+    Ann, the new one by Bob), on every backend, and reads back so through
+    ``facts(recorded_by=)`` / ``history`` in Python, ``GET
+    /api/facts?recorded_by=`` (with ``known_at`` for the old versions) and
+    the MCP ``facts`` tool; a token of another namespace sees none of it."""
+    pytest.importorskip("mcp")
+    mem = chronomem.open(store_url)  # serves "default"; the tokens choose "team"
+    try:
+        ann = mem.tokens.create("ann", "team", "write").token
+        bob = mem.tokens.create("bob", "team", "write").token
+        olaf = mem.tokens.create("olaf", "other", "read").token
+        app = build_app(mem, host="127.0.0.1", mcp=True)
+        inner = routed_app(app)
+        seen: dict[str, Any] = {}
+
+        async def tool(m: Mcp, name: str, args: dict[str, Any]) -> dict[str, Any]:
+            res = (await m.rpc("tools/call", {"name": name, "arguments": args}))["result"]
+            assert not res.get("isError"), res
+            return dict(res["structuredContent"])
+
+        async def go() -> None:
+            async with inner.router.lifespan_context(inner):
+                transport = httpx.ASGITransport(app=app)
+                async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8765") as c:
+                    # over the API
+                    r = await c.post("/api/facts", headers=bearer(ann), json={
+                        "subject": "Acme", "predicate": "ceo", "object": "Alice", "valid_from": "2020"})
+                    assert r.status_code == 201, r.text
+                    seen["ann_api"] = a1 = r.json()["fact"]
+                    assert (a1["recorded_by"], a1["namespace"], a1["version"]) == ("ann", "team", 1)
+                    r = await c.post("/api/facts", headers=bearer(bob), json={
+                        "subject": "Acme", "predicate": "cto", "object": "Bob"})
+                    assert r.status_code == 201 and r.json()["fact"]["recorded_by"] == "bob", r.text
+                    # over MCP, a session per token
+                    am, bm = Mcp(c, ann), Mcp(c, bob)
+                    await am.start()
+                    await bm.start()
+                    seen["ann_mcp"] = a2 = (await tool(am, "fact_add", {
+                        "subject": "Orbit", "predicate": "lead", "object": "Tess", "valid_from": "2021"}))["fact"]
+                    assert a2["recorded_by"] == "ann"
+                    a3 = (await tool(am, "fact_add", {"subject": "Acme", "predicate": "hq", "object": "Berlin"}))
+                    assert a3["fact"]["recorded_by"] == "ann"
+                    b2 = (await tool(bm, "fact_add", {"subject": "Orbit", "predicate": "budget", "object": "5k"}))
+                    assert b2["fact"]["recorded_by"] == "bob"
+                    # Bob corrects Ann's facts: over the API, then over MCP
+                    r = await c.post(f"/api/facts/{a1['id']}/correct", headers=bearer(bob), json={"object": "Alicia"})
+                    assert r.status_code == 200, r.text
+                    fixed = r.json()["fact"]
+                    assert (fixed["id"], fixed["version"], fixed["recorded_by"]) == (a1["id"], 2, "bob")
+                    fixed2 = (await tool(bm, "fact_correct", {"fact_id": a2["id"], "object": "Tessa"}))["fact"]
+                    assert (fixed2["id"], fixed2.get("version"), fixed2["recorded_by"]) == (a2["id"], 2, "bob")
+
+                    # read back over the API (any token of the namespace may ask about any writer)
+                    assert _facts(await c.get("/api/facts", params={"recorded_by": "ann"}, headers=bearer(bob))) == {
+                        ("Acme", "hq", "Berlin", "ann")}
+                    assert _facts(await c.get("/api/facts", params={"recorded_by": "bob"}, headers=bearer(ann))) == {
+                        ("Acme", "cto", "Bob", "bob"), ("Acme", "ceo", "Alicia", "bob"),
+                        ("Orbit", "budget", "5k", "bob"), ("Orbit", "lead", "Tessa", "bob")}
+                    # Ann's old versions, as believed before Bob's corrections
+                    before = {"recorded_by": "ann", "known_at": a2["recorded_at"]}
+                    assert _facts(await c.get("/api/facts", params=before, headers=bearer(ann))) == {
+                        ("Acme", "ceo", "Alice", "ann"), ("Orbit", "lead", "Tess", "ann")}
+                    assert _facts(await c.get("/api/facts", params={"subject": "Acme", "recorded_by": "bob",
+                                                                    "known_at": a2["recorded_at"]},
+                                              headers=bearer(ann))) == {("Acme", "cto", "Bob", "bob")}
+                    # over MCP: every result names its writer, old versions too
+                    now = await tool(am, "facts", {"subject": "Acme"})
+                    assert {(f["predicate"], f["object"], f["recorded_by"]) for f in now["facts"]} == {
+                        ("ceo", "Alicia", "bob"), ("cto", "Bob", "bob"), ("hq", "Berlin", "ann")}
+                    old = await tool(bm, "facts", {"subject": "Orbit", "known_at": a2["recorded_at"]})
+                    assert {(f["predicate"], f["object"], f["recorded_by"]) for f in old["facts"]} == {
+                        ("lead", "Tess", "ann")}
+                    # another namespace's token sees none of it, whoever it asks about
+                    r = await c.get("/api/facts", params={"recorded_by": "ann"}, headers=bearer(olaf))
+                    assert _facts(r) == set()
+                    r = await c.get("/ns/team/api/facts", params={"recorded_by": "ann"}, headers=bearer(olaf))
+                    assert r.status_code == 403 and r.json()["error"]["type"] == "ForbiddenError"
+
+        asyncio.run(go())
+        # and in Python: facts(recorded_by=) and history(recorded_by=) on the stored versions
+        team = mem.view("team")
+        assert {(f.predicate, f.object) for f in team.facts(recorded_by="ann")} == {("hq", "Berlin")}
+        assert {(f.subject, f.predicate, f.object) for f in team.facts(recorded_by="bob")} == {
+            ("Acme", "cto", "Bob"), ("Acme", "ceo", "Alicia"), ("Orbit", "budget", "5k"), ("Orbit", "lead", "Tessa")}
+        for subject, predicate, was, now in (("Acme", "ceo", "Alice", "Alicia"), ("Orbit", "lead", "Tess", "Tessa")):
+            versions = team.history(subject, predicate)
+            assert [(f.object, f.version, f.recorded_by) for f in versions] == [(was, 1, "ann"), (now, 2, "bob")]
+            assert versions[0].system_to is not None and versions[1].system_to is None
+        assert {(f.subject, f.object) for f in team.history("Acme", recorded_by="ann")} == {("Acme", "Alice"),
+                                                                                          ("Acme", "Berlin")}
+        assert [f.object for f in team.history("Orbit", recorded_by="ann")] == ["Tess"]
+        assert {f.object for f in team.history("Orbit", recorded_by="bob")} == {"5k", "Tessa"}
+        assert mem.facts() == [] and mem.view("other").facts() == []  # nothing landed elsewhere
+        assert team.fact(seen["ann_api"]["id"]).recorded_by == "bob"  # the believed version is Bob's
+    finally:
+        mem.close()

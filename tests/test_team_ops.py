@@ -160,6 +160,22 @@ def test_access_log_text_format_and_anonymous(mem: Memory, caplog: pytest.LogCap
     assert ' path="/entity/Acme Corp" status=404 ' in lines[1]  # a value with a space is JSON-quoted
 
 
+def test_access_log_names_the_token_of_a_refused_request(mem: Memory, caplog: pytest.LogCaptureFixture) -> None:
+    """A token refused for its scope or namespace (403) is still named: who
+    tried is what the operator needs to know."""
+    reader = bearer(mem, "rita", "team-a", "read")
+    caplog.set_level(logging.INFO, logger=ACCESS_LOGGER)
+    c = Client(build_app(mem))
+    err(c.post("/api/facts", json={"subject": "A", "predicate": "b", "object": "C"}, headers=reader), 403,
+        "ForbiddenError")
+    err(c.get("/ns/secret-team/api/facts", headers=reader), 403, "ForbiddenError")
+    err(c.get("/api/facts", headers={"Authorization": "Bearer cm_" + "Z" * 43}), 401, "AuthenticationError")
+    lines = [rec.getMessage() for rec in caplog.records if rec.name == ACCESS_LOGGER]
+    assert [line.split(" principal=")[1].split(" client=")[0] for line in lines] == [
+        "rita ns=team-a", "rita ns=team-a", "anonymous ns=secret-team"], lines
+    assert mem.view("team-a").facts() == []
+
+
 def test_access_log_rejects_an_unknown_format(mem: Memory) -> None:
     with pytest.raises(InvalidInputError, match="log format"):
         AccessLog(build_app(mem), namespace="x", fmt="xml")

@@ -251,6 +251,8 @@ class AccessGuard:
                 await login(scope, receive, send)
                 return
             principal = await run_in_threadpool(self._authenticate, request, path, method)
+            # known from here on: a scope or namespace refusal is logged with the token's name
+            scope[PRINCIPAL] = principal
             if principal is not None:
                 principal.require(needed_scope(path, method), f"{method} {path}")
             if asked is None:
@@ -271,7 +273,6 @@ class AccessGuard:
             return
         # on the caller's scope itself, so a middleware around this guard (access logs, rate
         # limits) reads them too once the request is through
-        scope[PRINCIPAL] = principal
         scope[NAMESPACE] = namespace
         if full != path:
             scope = {**scope, "path": path, "raw_path": path.encode("utf-8")}
