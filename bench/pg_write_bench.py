@@ -62,7 +62,7 @@ SUBJECTS, OBJECTS = 50, 97
 # the columns a fact version's insert sets (written out: the floor knows the table, not chronomem)
 COLS = ("fact_id, version, ns_id, subject_id, predicate_id, object_id, object_lit, valid_from, valid_from_prec, "
         "valid_to, valid_to_prec, system_from, system_to, confidence, source, episode_id, properties, "
-        "invalidated_by, close_kind, closed_by, end_kind, end_reason, stated_to, stated_to_prec, single")
+        "invalidated_by, close_kind, closed_by, end_kind, end_reason, stated_to, stated_to_prec, recorded_by, single")
 NCOLS = len(COLS.split(", "))
 INSERT = f"INSERT INTO facts ({COLS}) VALUES ({', '.join(['%s'] * NCOLS)})"
 BELIEVED = f"SELECT rowid, {COLS} FROM facts WHERE subject_id = %s AND system_to = {MAX_US} AND predicate_id = %s"
@@ -170,13 +170,13 @@ def floor_writer(pg: str, schema: str, sync: str, tag: str, w: int, *,
                     cut = list(r)
                     cut[1] += 1
                     cut[9], cut[10], cut[11], cut[12] = vf, DAY_PREC, now, MAX_US
-                    cut[17], cut[20], cut[22], cut[23] = fid, "superseded", r[9], r[10]
+                    cut[17], cut[20], cut[22], cut[23], cut[24] = fid, "superseded", r[9], r[10], "bench"
                     batch.append((INSERT, cut))
             row = (fid, 1, ns, subject, pred, None, f"s{i}", vf, DAY_PREC, MAX_US, 0, now, MAX_US, 1.0, "bench",
-                   None, None, None, None, None, None, None, None, None, True)
+                   None, None, None, None, None, None, None, None, None, "bench", True)
         else:
             row = (fid, 1, ns, subject, pred, oid[o], None, vf, DAY_PREC, day_us(i + 1), DAY_PREC, now, MAX_US, 1.0,
-                   "bench", None, None, None, None, None, None, None, None, None, False)
+                   "bench", None, None, None, None, None, None, None, None, None, "bench", False)
         batch += [(INSERT, row), ("COMMIT", None)]
         run(batch, how)
     return write, conn
