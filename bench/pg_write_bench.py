@@ -2,10 +2,10 @@
 """PostgreSQL per-call writes: chronomem's ``add_fact`` against a plain-psycopg floor.
 
 Run:  .venv/bin/python bench/pg_write_bench.py [--pg postgresql://postgres@127.0.0.1:5432/test]
-                                               [--writers 1,4,8] [--sync on,off] [--block 1.0]
-                                               [--systems chronomem,floor] [--rounds 4] [--json out.json]
+                                               [--writers 1,4,8] [--sync on,off] [--block 0.3]
+                                               [--systems chronomem,floor,floor-simple] [--rounds 12] [--json out.json]
 
-(``bench/pg_bench.py --only write`` runs the same.)
+(``bench/pg_bench.py`` runs it too, after its own parts.)
 
 Both write into one fresh schema that chronomem created (so the tables,
 indexes, trigger and exclusion constraint are the same), each writer process on
@@ -392,10 +392,10 @@ def add_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--pg", default=DEFAULT_PG)
     ap.add_argument("--writers", default="1,4,8")
     ap.add_argument("--sync", default="on,off", help="synchronous_commit settings to run: on,off")
-    ap.add_argument("--block", type=float, default=1.0, help="seconds of each block (the configs take turns)")
+    ap.add_argument("--block", type=float, default=0.3, help="seconds of each block (the configs take turns)")
     ap.add_argument("--systems", default="chronomem,floor,floor-simple",
                     help="comma list: chronomem,floor,floor-simple,naive")
-    ap.add_argument("--rounds", type=int, default=4, help="blocks of each config (their mean is shown)")
+    ap.add_argument("--rounds", type=int, default=12, help="blocks of each config (their mean is shown)")
     ap.add_argument("--trace-writes", type=int, default=300, help="writes traced to count round trips")
     ap.add_argument("--json", default=None)
 
