@@ -25,7 +25,11 @@ PostgreSQL: a fresh schema of the --pg database, dropped afterwards):
 * concurrent writers: 1, 2, 4 and 8 processes, each making --per-writer
   ``add_fact`` calls on its own subjects (a third of them on a single-valued
   predicate), started together; aggregate writes/s over the wall time
-  (PostgreSQL also with durability="async").
+  (PostgreSQL also with durability="async");
+* the write floor (PostgreSQL, ``bench/pg_write_bench.py``, ~2 minutes; skip
+  with ``--skip floor``): ``add_fact`` against plain psycopg doing the least
+  the same rows need, side by side for 1, 4 and 8 writer processes with
+  ``synchronous_commit`` on and off, and the round trips per write of each.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "src"))
 
 import kg_bench  # noqa: E402  (the shared workload generator)
+import pg_write_bench  # noqa: E402  (the write floor)
 
 import chronomem  # noqa: E402
 
@@ -182,7 +187,7 @@ def main() -> int:
     ap.add_argument("--icews-limit", type=int, default=0)
     ap.add_argument("--writers", default="1,2,4,8")
     ap.add_argument("--per-writer", type=int, default=400)
-    ap.add_argument("--skip", default="", help="comma list of parts to skip: workload,icews,writers")
+    ap.add_argument("--skip", default="", help="comma list of parts to skip: workload,icews,writers,floor")
     ap.add_argument("--backends", default="sqlite,postgres", help="comma list: sqlite,postgres")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
@@ -262,6 +267,12 @@ def main() -> int:
         scaled = best["rate"] > 1.1 * ws[0]["rate"]
         print(f"goal: aggregate writes scale beyond one writer: {'met' if scaled else 'NOT met'}"
               f" (1: {ws[0]['rate']:,.0f}/s, best {best['procs']}: {best['rate']:,.0f}/s)")
+    if "floor" not in skip and "postgres" in args.backends.split(","):
+        floor_args = argparse.ArgumentParser()
+        pg_write_bench.add_args(floor_args)
+        fargs = floor_args.parse_args(["--pg", args.pg])
+        res["floor"] = pg_write_bench.run(fargs)
+        pg_write_bench.report(res["floor"], fargs)
     if args.json:
         text = json.dumps(res, indent=2, default=str)
         if args.json == "-":

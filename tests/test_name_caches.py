@@ -43,6 +43,40 @@ def test_an_erased_and_recreated_name_is_not_read_from_a_stale_cache(make_memory
     assert _objects(reader, "Zed") == {"Milk"}
 
 
+def test_a_warm_writer_writes_on_the_entity_a_merge_elsewhere_left_its_name_to(make_memory: Any) -> None:
+    """A PostgreSQL add_fact sends BEGIN with its group's lock, after it
+    resolved its names from the cache: a merge by another connection since
+    must still reach it (the names are resolved again under the lock)."""
+    writer = make_memory()
+    other = make_memory()
+    writer.add_fact("Bobby", "likes", "Tea")  # "bobby" -> Bobby's id, cached by the writer
+    writer.add_fact("Robert", "likes", "Cake", valid_from="2020-01-01", valid_to="2021-01-01")
+    other.merge("Robert", "Bobby")  # "bobby" names Robert now
+    # every name cached: the group's lock is this write's first round trip
+    cake = writer.add_fact("Bobby", "likes", "Cake", valid_from="2023-01-01")
+    assert cake.subject == "Robert"
+    assert sorted(f.object for f in other.facts("Robert")) == ["Cake", "Cake", "Tea"]
+
+
+def test_a_warm_writer_follows_a_cardinality_declared_elsewhere(make_memory: Any) -> None:
+    writer = make_memory()
+    other = make_memory()
+    # "carl" and "status" (many-valued) cached by the writer
+    writer.add_fact("Carl", "status", "new", valid_from="2019-01-01", valid_to="2019-02-01", literal=True)
+    other.define_predicate("status", cardinality="one")
+    other.add_fact("Carl", "status", "away", valid_from="2020-01-01", literal=True)
+    # every name cached: the group's lock is this write's first round trip
+    busy = writer.add_fact("Carl", "status", "busy", valid_from="2021-01-01", literal=True)  # cuts "away" short
+    assert sorted((f.object, f.valid_to) for f in other.facts("Carl", "status") if f.object != "new") == [
+        ("away", busy.valid_from), ("busy", None)]
+    # invalidate resolves its names before its transaction: a merge elsewhere meanwhile reaches it too
+    writer.add_fact("Dora", "status", "away", valid_from="2020-01-01", literal=True)  # "dora" cached
+    other.add_fact("Eve", "likes", "Tea")
+    other.merge("Eve", "Dora")  # "dora" names Eve now
+    writer.invalidate("Dora", "status", "away", ended="2021-01-01", literal=True)
+    assert [(f.subject, f.valid_to) for f in other.facts("Eve", "status")] == [("Eve", busy.valid_from)]
+
+
 def test_an_erased_entity_id_is_never_given_to_a_new_entity(make_memory: Any) -> None:
     """Display names are cached by entity id in every process. When the
     entity with the highest id is erased, the next new entity must not get

@@ -184,14 +184,16 @@ def test_commit_plans() -> None:
     assert CommitPlan("full", "off").sync == "on"
     assert CommitPlan("full", "local").sync == "local"
     assert CommitPlan("async", "on").sync is None
-    end = ("SELECT chronomem_end_write()", ())
+    end = "chronomem_end_write()"
     setting = ("SELECT set_config('synchronous_commit', %s, true)", ("on",))
-    emit = ("SELECT pg_logical_emit_message(true, 'chronomem', '')", ())
-    commit, begin = ("COMMIT", ()), ("BEGIN", ())
-    assert CommitPlan("async").statements(end[0]) == [commit, end]
-    assert CommitPlan("normal").statements(end[0]) == [commit, end, begin, emit, commit]
-    assert CommitPlan("full", "off").statements(end[0]) == [commit, end, begin, setting, emit, commit]
-    assert CommitPlan("normal", emit=False).statements(end[0]) == [setting, commit, end]
+    commit, unlock = ("COMMIT", ()), (f"SELECT {end}", ())
+    emit = "pg_logical_emit_message(true, 'chronomem', '')"
+    assert CommitPlan("async").statements(end) == [commit, unlock]
+    # the wait for the flush: one statement after COMMIT, its own (autocommit) transaction
+    assert CommitPlan("normal").statements(end) == [commit, (f"SELECT {end}, {emit}", ())]
+    assert CommitPlan("full", "off").statements(end) == [
+        commit, (f"SELECT set_config('synchronous_commit', %s, true), {end}, {emit}", ("on",))]
+    assert CommitPlan("normal", emit=False).statements(end) == [setting, commit, unlock]
 
 
 def test_unknown_durability_is_refused_before_connecting(tmp_path: Path) -> None:

@@ -100,9 +100,14 @@ class FactWrites:
         # a shared write: writers of other (subject, predicate) groups run
         # beside it (on PostgreSQL; SQLite has one writer anyway)
         with writing(self._scope, shared=True) as uow:
-            uow.tx.reserve_names(self._scope.ns_id, [subject] if literal else [subject, object], [predicate])
-            cand, single = uow.build(item)
-            uow.tx.lock_groups([(cand.subject_id, cand.predicate_id)])  # may move tx.now: the work starts after
+            for _ in range(2):
+                uow.tx.reserve_names(self._scope.ns_id, [subject] if literal else [subject, object], [predicate])
+                cand, single = uow.build(item)
+                # may move tx.now: the work starts after. False (rarely): the
+                # names changed before the transaction began; build again
+                if uow.tx.lock_groups([(cand.subject_id, cand.predicate_id)]):
+                    break
+                uow.forget_names()
             work = uow.work
             result, status = work.place(cand, single=single)
         log.debug("add_fact %s %s %s -> %s (%s)", subject, predicate, object, result.fact_id, status)
@@ -165,19 +170,26 @@ class FactWrites:
         end = (self._scope.parse_time(ended, "ended") if ended is not None
                else TimePoint(self._scope.now_us(), Precision.MICROSECOND))
         scope = self._scope
-        sid = scope.entity_id(subject, "subject")
-        pred = scope.predicate(predicate)
-        if literal or not isinstance(object, str):
-            okey: tuple[int | None, str | None] = (None, encode_literal(object, scope.tz))
-        else:
-            oid = scope.entity_id(object, "object")
-            okey = (oid, None)
-        if sid is None or pred is None or okey == (None, None):
-            raise FactNotFoundError(f"no fact {subject} -{predicate}-> {object} to invalidate")
+
+        def group() -> tuple[int, int, tuple[int | None, str | None]]:
+            sid = scope.entity_id(subject, "subject")
+            pred = scope.predicate(predicate)
+            if literal or not isinstance(object, str):
+                okey: tuple[int | None, str | None] = (None, encode_literal(object, scope.tz))
+            else:
+                okey = (scope.entity_id(object, "object"), None)
+            if sid is None or pred is None or okey == (None, None):
+                raise FactNotFoundError(f"no fact {subject} -{predicate}-> {object} to invalidate")
+            return sid, pred.id, okey
+
+        sid, pid, okey = group()
         with writing(scope, shared=True) as uow:
-            uow.tx.lock_groups([(sid, pred.id)])
+            if not uow.tx.lock_groups([(sid, pid)]):
+                # the names changed before the transaction began: read them again, under its lock
+                sid, pid, okey = group()
+                uow.tx.lock_groups([(sid, pid)])
             work = uow.work
-            rows = list(work.group(sid, pred.id).by_obj.get(okey, []))
+            rows = list(work.group(sid, pid).by_obj.get(okey, []))
             target = next((r for r in rows if r.valid_from < end.us < r.valid_to), None)
             if target is None:
                 if any(r.valid_from == end.us for r in rows):

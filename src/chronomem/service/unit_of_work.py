@@ -73,6 +73,11 @@ class UnitOfWork:
         """A candidate version for one ``add_fact``-shaped request, and whether it supersedes."""
         return self.builder.build(item)
 
+    def forget_names(self) -> None:
+        """Resolve names afresh from now on (the builder's memo dropped):
+        :meth:`WriteTx.lock_groups` said they may have changed."""
+        self._builder = None
+
     def entity(self, name: object) -> int:
         """The id of the entity ``name`` names, created if missing."""
         return self.builder.entity(name, "entity")

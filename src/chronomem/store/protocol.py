@@ -253,9 +253,12 @@ class WriteTx(Protocol):
 
     # shared writes (Store.write(shared=True)): lock the names the transaction
     # may create and the (subject, predicate) groups it writes, before reading
-    # them; lock_groups also takes the transaction's final system time (now)
+    # them; lock_groups also takes the transaction's final system time (now).
+    # lock_groups is False when names the caller read from the name cache
+    # before the transaction began may be stale (the store's names changed
+    # meanwhile): resolve them again and lock again, once
     def reserve_names(self, ns_id: int, entities: Sequence[object], predicates: Sequence[object]) -> None: ...
-    def lock_groups(self, groups: Sequence[tuple[int, int]]) -> None: ...
+    def lock_groups(self, groups: Sequence[tuple[int, int]]) -> bool: ...
 
     # entities and names
     def entity_id(self, ns_id: int, key: str) -> int | None: ...

@@ -264,35 +264,38 @@ class PostgresStore(PgNameReadsMixin, RowReadsMixin, PgEpisodeStoreMixin, PgHeal
         other shared writes: the caller then locks what it touches with
         :meth:`PgTx.reserve_names` and :meth:`PgTx.lock_groups` before reading
         it (see ``0003_concurrent_writes.sql``); otherwise the transaction holds
-        the store's write lock exclusively."""
+        the store's write lock exclusively.
+
+        A shared transaction begins with its first round trip (``BEGIN`` and
+        ``chronomem_begin_shared`` sent ahead of it, usually the group's lock
+        and read: :meth:`PgTx.lock_groups`), which saves one round trip per
+        ``add_fact``; an exclusive one begins here."""
         current = getattr(self._local, "tx", None)
         if current is not None:
             yield current  # nested: part of the open transaction
             return
         if self._closed:
             raise StoreError("this memory is closed")
-        begin = "chronomem_begin_shared" if shared else "chronomem_begin_write"
         psycopg = self._psycopg
         with self._write_lock, self._errors():
-            conn, row = self._begin(begin)
-            self._local.conn = conn
+            tx = PgTx(self, self._name_cache, self._pool.getconn(), to_us(self._clock()), shared=shared,
+                      begin="chronomem_begin_shared" if shared else "chronomem_begin_write")
+            self._local.conn = tx._conn
+            self._local.tx = tx
             committing = False
             try:
-                now, names_version = int(row[0]), int(row[1])
-                if names_version != self._names_version:
-                    self._clear_caches()
-                    self._names_version = names_version
-                tx = PgTx(self, self._name_cache, conn, now, shared=shared)
-                self._local.tx = tx
+                if not shared:
+                    tx.start()
                 yield tx
                 committing = True
                 tx.commit()
                 if tx._names_bumped:
-                    self._names_version = names_version + 1
+                    self._names_version = tx.names_version + 1
             except BaseException as exc:
                 self._clear_caches()
                 self._names_version = -1
-                self._rollback(conn, unlock=True)
+                if tx.begun and not tx.returned:
+                    self._rollback(tx._conn, unlock=True)
                 if committing and isinstance(exc, psycopg.Error) and connection_lost(exc, psycopg):
                     # the COMMIT may have reached the server before the connection died
                     raise WriteOutcomeUnknownError(
@@ -302,33 +305,41 @@ class PostgresStore(PgNameReadsMixin, RowReadsMixin, PgEpisodeStoreMixin, PgHeal
             finally:
                 self._local.conn = None
                 self._local.tx = None
-                self._pool.putconn(conn)
+                if not tx.returned:
+                    self._pool.putconn(tx._conn)
 
-    def _begin(self, begin: str) -> tuple[Any, tuple[Any, ...]]:
-        """A pooled connection with its write transaction begun: BEGIN and the
-        write lock in one round trip (simple query protocol). A connection
-        that turns out dead is replaced once (nothing was sent that could
-        commit)."""
+    def saw_names_version(self, version: int) -> bool:
+        """A write transaction read the store's names version: whether it
+        changed since this process last saw it (the name caches were then
+        dropped)."""
+        if version == self._names_version:
+            return False
+        self._clear_caches()
+        self._names_version = version
+        return True
+
+    def first_trip(self, tx: PgTx, sql: str) -> Any:
+        """Run ``sql``, a write transaction's first round trip (BEGIN, its
+        ``chronomem_begin_*`` and what follows), on ``tx``'s connection: a
+        connection that turns out dead is replaced once (nothing was sent
+        that could commit; the pool closes the dead one)."""
         psycopg = self._psycopg
         for attempt in (1, 2):
-            conn = self._pool.getconn()
+            conn = tx._conn
             try:
                 # the lock wait is bounded server side (lock_timeout); this bounds a server that answers nothing
                 with self._deadlines.bounded(conn, self.busy_timeout + self.read_timeout,
                                              "busy_timeout + read_timeout; nothing was written"):
-                    cur = conn.execute(
-                        "BEGIN; SELECT now_us, names_version FROM %s(%d)" % (begin, to_us(self._clock())))
-                    cur.nextset()
-                    row = cur.fetchone()
-                assert row is not None
-                return conn, row
-            except BaseException as exc:
+                    return conn.execute(sql, prepare=False)
+            except psycopg.Error as exc:
+                if attempt == 2 or not connection_lost(exc, psycopg):
+                    raise
                 self._rollback(conn, unlock=True)
                 self._pool.putconn(conn)
-                if attempt == 1 and isinstance(exc, psycopg.Error) and connection_lost(exc, psycopg):
-                    self._pool.discard_idle()  # they most likely died with it
-                    continue
-                raise
+                tx.returned = True  # (if no other connection comes, write() has none to give back)
+                self._pool.discard_idle()  # they most likely died with it
+                tx.use(self._pool.getconn())
+                self._local.conn = tx._conn
         raise AssertionError("unreachable")  # pragma: no cover
 
     def settle(self, known_at: int) -> None:

@@ -24,6 +24,7 @@ from ..sql.dialect import POSTGRES
 from ..sql.tokens import TokenSQL, TokenTxMixin
 from ..sql.tx import INSERT_COLS, RAW_COLS, BaseTx, TxSQL, TxStore, fact_values
 from .episodes import PgEpisodeTxMixin, PgEpisodeTxStore
+from .setup import import_psycopg
 
 if TYPE_CHECKING:  # pragma: no cover
     import psycopg
@@ -37,6 +38,10 @@ _SQL = TxSQL(POSTGRES)
 FACT_INSERT_COLS = (*INSERT_COLS, "single")
 _INSERT_HEAD = f"INSERT INTO facts ({', '.join(FACT_INSERT_COLS)}) VALUES "
 _VALUES = f"({', '.join(['%s'] * len(FACT_INSERT_COLS))})"
+# advisory locks on the keys of an array, in its order (sorted: no two writers wait on each other in a cycle)
+_LOCK = "SELECT count(pg_advisory_xact_lock(k)) FROM unnest(%s::bigint[]) AS k"
+# the same, then the transaction's system time (see lock_groups)
+_LOCK_TICK = f"SELECT chronomem_tick(%s) FROM ({_LOCK}) AS locked"
 # batches at least this large go through COPY
 _COPY_MIN = 64
 # name-lookup misses in one transaction that switch it to bulk mode
@@ -89,7 +94,8 @@ class CommitPlan:
 
     def statements(self, end: str) -> list[tuple[str, Sequence[Any]]]:
         """What follows a transaction's last statement, in one pipelined
-        round trip; ``end`` releases the store's write lock.
+        round trip; ``end`` (a call, ``chronomem_end_write()``) releases the
+        store's write lock.
 
         Early lock release: COMMIT asynchronously (``chronomem_begin_*`` set
         ``synchronous_commit`` off for the transaction) and release the lock,
@@ -112,13 +118,21 @@ class CommitPlan:
         sync = self.sync
         if sync is None:
             # the server's WAL writer flushes within 3 x wal_writer_delay; nobody waits
-            return [("COMMIT", ()), (end, ())]
-        setting: tuple[str, Sequence[Any]] = ("SELECT set_config('synchronous_commit', %s, true)", (sync,))
+            return [("COMMIT", ()), (f"SELECT {end}", ())]
+        setting = "set_config('synchronous_commit', %s, true)"
         if not self.emit:
-            return [setting, ("COMMIT", ()), (end, ())]
-        wait = [("BEGIN", ()), *([setting] if sync != self.session else []),
-                ("SELECT pg_logical_emit_message(true, 'chronomem', '')", ()), ("COMMIT", ())]
-        return [("COMMIT", ()), (end, ()), *wait]
+            return [(f"SELECT {setting}", (sync,)), ("COMMIT", ()), (f"SELECT {end}", ())]
+        # the wait is one statement, a transaction of its own (autocommit, no
+        # BEGIN / COMMIT around it: two statements fewer): the lock is
+        # released as it runs, and its commit waits for the flush, with the
+        # setting it makes for itself where the session's differs
+        if sync != self.session:
+            return [("COMMIT", ()), (f"SELECT {setting}, {end}, {_EMIT}", (sync,))]
+        return [("COMMIT", ()), (f"SELECT {end}, {_EMIT}", ())]
+
+
+# the least WAL a transaction can write (see CommitPlan.statements)
+_EMIT = "pg_logical_emit_message(true, 'chronomem', '')"
 
 
 def _bump_names(conn: "psycopg.Connection[Any]") -> None:
@@ -158,6 +172,14 @@ class PgTxStore(TxStore, PgEpisodeTxStore, Protocol):
 
     def predicate_by_id(self, predicate_id: int) -> PredicateRecord | None: ...
 
+    def first_trip(self, tx: "PgTx", sql: str) -> Any:
+        """Run a transaction's first round trip (replacing a dead connection once)."""
+        ...
+
+    def saw_names_version(self, version: int) -> bool:
+        """Whether the store's names changed since this process last looked."""
+        ...
+
 
 class PgTx(BaseTx, PgEpisodeTxMixin, TokenTxMixin):
     """Write primitives bound to an open PostgreSQL transaction (the ones
@@ -168,11 +190,24 @@ class PgTx(BaseTx, PgEpisodeTxMixin, TokenTxMixin):
     store: PgTxStore
 
     def __init__(self, store: PgTxStore, names: NameCache, conn: "psycopg.Connection[Any]", now: int, *,
-                 shared: bool = False) -> None:
+                 shared: bool = False, begin: str = "chronomem_begin_write") -> None:
         self.store = store
         self.names = names
         self._conn = conn
+        # the client's clock until the transaction begins (begin's argument),
+        # then the server's system time for it
         self.now = now
+        # begun with its first round trip (start): BEGIN and ``begin``, a
+        # chronomem_begin_* function, sent ahead of what that trip sends
+        self._begin = begin
+        self.begun = False
+        self.names_version = -1
+        # the names version changed when it began: names read from the cache
+        # before then may be stale (see lock_groups)
+        self._names_stale = False
+        self._may_relock = False
+        # the connection went back to the pool (replaced: PostgresStore.first_trip)
+        self.returned = False
         # a shared write (see PostgresStore.write): it may touch only the
         # groups it locked, and ticks its system time once they are locked
         self.shared = shared
@@ -201,11 +236,14 @@ class PgTx(BaseTx, PgEpisodeTxMixin, TokenTxMixin):
         self._row_group: dict[int, tuple[int, int]] = {}
         self._names_bumped = False
         self._synthetic = 0
+        self._client: "psycopg.ClientCursor[Any] | None" = None  # quotes the values of _batch
 
     @property
     def conn(self) -> "psycopg.Connection[Any]":
-        """The transaction's connection, after sending any pending entities
-        and queued statements."""
+        """The transaction's connection, once the transaction has begun and
+        after sending any pending entities and queued statements."""
+        if not self.begun:
+            self.start()
         if self._pending:
             self._flush_entities()
         if self._queued:
@@ -215,14 +253,54 @@ class PgTx(BaseTx, PgEpisodeTxMixin, TokenTxMixin):
     def _send_queued(self, *, commit: bool = False) -> None:
         queued, self._queued = self._queued, []
         if commit:
-            end = "SELECT chronomem_end_shared()" if self.shared else "SELECT chronomem_end_write()"
+            end = "chronomem_end_shared()" if self.shared else "chronomem_end_write()"
             queued += self.store.commit_plan.statements(end)
         if len(queued) == 1:
             self._conn.execute(queued[0][0], queued[0][1] or None)
             return
-        with self._conn.pipeline():
-            for sql, params in queued:
-                self._conn.execute(sql, params or None)
+        self._batch(queued)
+
+    def use(self, conn: "psycopg.Connection[Any]") -> None:
+        """Run on ``conn`` from now on (a replacement before the transaction began)."""
+        self._conn = conn
+        self._client = None
+        self.returned = False
+
+    def start(self, then: Sequence[tuple[str, Sequence[Any] | None]] = ()) -> "psycopg.Cursor[Any]":
+        """Begin the transaction, with ``then`` in the same round trip:
+        ``BEGIN``, the ``chronomem_begin_*`` function (the store's lock, a
+        system time, the names version), then ``then``. Returns the cursor on
+        the begin row (``nextset()`` moves to ``then``'s results)."""
+        if self.begun:
+            raise StoreError("internal error: a write transaction began twice")
+        self.begun = True  # from here on a failure rolls back and unlocks
+        sql = "; ".join(["BEGIN", "SELECT now_us, names_version FROM %s(%d)" % (self._begin, self.now),
+                         *self._quoted(then)])
+        cur: psycopg.Cursor[Any] = self.store.first_trip(self, sql)
+        cur.nextset()
+        row = cur.fetchone()
+        assert row is not None
+        self.now, self.names_version = int(row[0]), int(row[1])
+        self._names_stale = self.store.saw_names_version(self.names_version)
+        return cur
+
+    def _quoted(self, statements: Sequence[tuple[str, Sequence[Any] | None]]) -> list[str]:
+        """``statements`` with their values quoted in (psycopg's client-side binding)."""
+        if self._client is None:
+            self._client = import_psycopg().ClientCursor(self._conn)
+        mogrify = self._client.mogrify
+        return [mogrify(sql, params or None) for sql, params in statements]
+
+    def _batch(self, statements: Sequence[tuple[str, Sequence[Any] | None]]) -> "psycopg.Cursor[Any]":
+        """Run ``statements`` in one round trip: one simple-protocol query,
+        the values bound client side (psycopg quotes them). Measured against
+        a pipeline of the same statements (``bench/pg_write_bench.py``): the
+        same one round trip, far less client work (one send and one wait,
+        not one per statement), which is most of a per-call write's cost.
+        Each statement still runs on a snapshot of its own, and the first
+        that fails stops the rest. The cursor is on the first result
+        (``nextset()`` moves on)."""
+        return self._conn.execute("; ".join(self._quoted(statements)), prepare=False)
 
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> "psycopg.Cursor[Any]":
         return self.conn.execute(sql, params)
@@ -237,6 +315,10 @@ class PgTx(BaseTx, PgEpisodeTxMixin, TokenTxMixin):
 
     def commit(self) -> None:
         """Send what is queued and COMMIT, in one round trip."""
+        if not self.begun:
+            if not self._queued:
+                return  # nothing sent, nothing to commit
+            self.start()
         if self._pending:
             self._flush_entities()
         self._send_queued(commit=True)
@@ -287,17 +369,29 @@ class PgTx(BaseTx, PgEpisodeTxMixin, TokenTxMixin):
                     keys.add(self._lock_key(kind, ns_id, key))
         self._take_locks(sorted(keys - self._held))
 
-    def lock_groups(self, groups: Sequence[tuple[int, int]]) -> None:
+    def lock_groups(self, groups: Sequence[tuple[int, int]]) -> bool:
         """Shared writes: lock the (subject, predicate) groups this
-        transaction writes (sorted, one round trip) and only then take its
-        system time, so within a group versions are stamped in commit order."""
+        transaction writes (sorted, one round trip: the transaction's first
+        as a rule, BEGIN sent with it) and only then take its system time, so
+        within a group versions are stamped in commit order.
+
+        ``False``: the store's names changed (a merge, a new alias, a
+        predicate's definition, elsewhere) before this transaction began, so
+        ids or cardinalities the caller took from the name cache before then
+        may be stale: the caches are dropped; resolve the names again (under
+        the transaction's lock now) and call lock_groups again, once."""
         if not self.shared:
-            return
-        if self._locked_groups:
+            return True
+        if self._locked_groups and not self._may_relock:
             raise StoreError("a shared write locks its groups once, before it reads them")
-        self._locked_groups = set(groups)
-        keys = sorted({self._lock_key("g", s, p) for s, p in groups} - self._held)
-        self._take_locks(keys, tick=True, groups=sorted(self._locked_groups))
+        new = set(groups) - self._locked_groups
+        self._locked_groups |= new
+        keys = sorted({self._lock_key("g", s, p) for s, p in new} - self._held)
+        self._take_locks(keys, tick=True, groups=sorted(new))
+        fresh = not self._names_stale
+        self._names_stale = False
+        self._may_relock = not fresh
+        return fresh
 
     def _take_locks(self, keys: Sequence[int], *, tick: bool = False,
                     groups: Sequence[tuple[int, int]] = ()) -> None:
@@ -307,22 +401,27 @@ class PgTx(BaseTx, PgEpisodeTxMixin, TokenTxMixin):
         so the reads see every write committed before the locks were granted."""
         if not keys and not tick:
             return
-        conn = self.conn
+        # the locks (in the order given) and the tick in one statement: the
+        # aggregate takes every lock before its one row reaches the tick
+        sql, params = (_LOCK_TICK, [self.now, list(keys)]) if tick else (_LOCK, [list(keys)])
+        # the reads are statements of their own: each reads a snapshot taken
+        # after the locks were granted
+        statements = [(sql, params), *[(_SQL.believed, group) for group in groups]]
+        if not self.begun:
+            cur = self.start(statements)  # BEGIN with them: one round trip
+            cur.nextset()
+        elif len(statements) == 1:
+            cur = self.conn.execute(sql, params)
+        else:
+            self.conn  # noqa: B018 - sends what is pending first
+            cur = self._batch(statements)
         self._held.update(keys)
-        clock = conn.cursor()
-        reads = [conn.cursor() for _ in groups]
-        with conn.pipeline():
-            for k in keys:
-                conn.cursor().execute("SELECT pg_advisory_xact_lock(%s)", (k,))
-            if tick:
-                clock.execute("SELECT chronomem_tick(%s)", (self.now,))
-            for cur, (s, p) in zip(reads, groups, strict=True):
-                cur.execute(_SQL.believed, (s, p))
         if tick:
-            row = clock.fetchone()
+            row = cur.fetchone()
             assert row is not None
             self.now = int(row[0])
-        for cur, group in zip(reads, groups, strict=True):
+        for group in groups:
+            cur.nextset()
             self._prefetched[group] = [Row(*r) for r in cur.fetchall()]
             self._prefetch_subjects.add(group[0])
 

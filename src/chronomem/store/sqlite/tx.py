@@ -93,8 +93,8 @@ class SQLiteTx(BaseTx, EpisodeTxMixin, TokenTxMixin):
     def reserve_names(self, ns_id: int, entities: Sequence[object], predicates: Sequence[object]) -> None:
         return None
 
-    def lock_groups(self, groups: Sequence[tuple[int, int]]) -> None:
-        return None
+    def lock_groups(self, groups: Sequence[tuple[int, int]]) -> bool:
+        return True  # one writer at a time: the names read in the transaction are current
 
     # -- entities -------------------------------------------------------
     def entity_id(self, ns_id: int, key: str) -> int | None:
