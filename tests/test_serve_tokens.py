@@ -275,6 +275,12 @@ def test_legacy_token_is_an_admin_of_the_served_namespace(team: Team) -> None:
     err(c.get("/api/facts", headers=bearer("wrong")), 401, "AuthenticationError")
 
 
+def test_a_store_token_refused_as_the_legacy_token(team: Team) -> None:
+    # an agent's CHRONOMEM_TOKEN left in the server's shell would make it the shared admin
+    with pytest.raises(UnsafeBindError, match="one of the store's tokens"):
+        build_app(team.mem, host="127.0.0.1", token=team.reader, mcp=False)
+
+
 def test_non_loopback_needs_a_token_to_start(tmp_path: Path) -> None:
     with chronomem.open(tmp_path / "n.db") as mem:
         with pytest.raises(UnsafeBindError, match="chronomem token create"):

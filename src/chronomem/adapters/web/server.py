@@ -22,7 +22,7 @@ import socket
 import threading
 from typing import Any, AsyncContextManager, Callable
 
-from ...errors import InvalidInputError, MissingExtraError, UnsafeBindError
+from ...errors import ChronomemError, InvalidInputError, MissingExtraError, UnsafeBindError
 from ...memory import Memory
 from .net import is_loopback
 from .ops import GRACEFUL_SHUTDOWN_S, Ops, thread_limit
@@ -51,6 +51,15 @@ def resolve_token(token: str | None, host: str, env: dict[str, str] | None = Non
             f"or pass --token (or set {TOKEN_ENV}), so that every request must carry 'Authorization: Bearer <token>'"
         )
     return value.strip() if value is not None else None
+
+
+def _is_store_token(mem: Memory, token: str) -> bool:
+    """Whether ``token`` is a live token of the store."""
+    try:
+        mem.tokens.authenticate(token)
+    except ChronomemError:
+        return False
+    return True
 
 
 def _mcp_allowed_hosts(host: str) -> list[str]:
@@ -94,6 +103,11 @@ def build_app(mem: Memory, *, host: str = DEFAULT_HOST, token: str | None = None
     if token is None and not is_loopback(host) and not mem.tokens.any_active():
         raise UnsafeBindError(f"binding {host} needs a bearer token: create one (chronomem token create) "
                               "or pass --token")
+    if token is not None and _is_store_token(mem, token):
+        # an agent's own token left in the server's environment would turn every
+        # request carrying it into the legacy admin on the served namespace
+        raise UnsafeBindError(f"the legacy --token / {TOKEN_ENV} value is one of the store's tokens: serve would "
+                              "treat it as the shared admin token; unset it (agents keep theirs elsewhere)")
     try:
         from . import create_app
     except ImportError as exc:
