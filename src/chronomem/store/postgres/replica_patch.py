@@ -13,24 +13,29 @@ replay lag; ``docs/postgres.md``, "Read replica"):
   closed the same way on the primary.
 * an **erasure**: ``DELETE`` of every version of a fact; the rows are gone.
 
-So after the standby's rows, one round trip to the primary, keyed by
-primary key (``rowid``; ``(fact_id, version)`` for a ``keys_only`` read,
-the ``facts_version`` unique index), asks for exactly the rows that differ:
-those the standby showed open that the primary has closed since (with their
-closing columns), and those the primary no longer has. A close does not
-change which versions a read at T selects (``system_to`` moves from
-``MAX_US`` to a time after T), so membership changes only by erasure:
+So after the standby's rows, one statement on the primary (one round trip,
+one snapshot), keyed by primary key (``rowid``; ``(fact_id, version)`` for
+a ``keys_only`` read, the ``facts_version`` unique index), returns one row:
+how many of those rows still exist, and the closing columns of those closed
+after t_r, the latest settled time the standby is known to have replayed (a
+close stamped at or before t_r committed before the standby's replay
+position, so the standby has it already). Usually that is a count equal to
+the number of rows and no close: the standby's rows are the answer. A close
+does not change which versions a read at T selects (``system_to`` moves
+from ``MAX_US`` to a time after T), so membership changes only by erasure:
 
-* without ``LIMIT``, dropping the erased rows leaves the primary's rows in
-  the primary's order (the order's columns never change);
+* without ``LIMIT``, a second statement names the rows that still exist
+  (with the closes again, from its own snapshot); dropping the others
+  leaves the primary's rows in the primary's order (the order's columns
+  never change);
 * with ``LIMIT`` (offset 0), rows that all still exist are also the
   primary's first rows (every row the primary orders before the last of
   them is one the standby had too); if one was erased the primary would
   show the next one instead, so :func:`patch` returns ``None`` and the
   primary runs the read (erasures are rare);
 * with an SQL ``OFFSET`` (a deep page's narrow read) the skipped rows are
-  not seen: the same round trip asks whether the namespace has an erasure
-  stamped after the settled time the standby is known to have replayed; if
+  not seen: the same statement asks whether the namespace has an erasure
+  stamped after t_r (``erasures``, written by the erasing transaction); if
   so, the primary runs the read.
 """
 
@@ -43,13 +48,14 @@ from ..protocol import KEY_COLUMNS, KEY_OBJECT_COLUMNS, READ_COLUMNS, FactQuery
 
 __all__ = ["Patched", "patch"]
 
-Execute = Callable[[str, Sequence[Any]], Sequence[Sequence[Any]]]
+Execute = Callable[[str, dict[str, Any]], Sequence[Sequence[Any]]]
 
 
 class _Shape:
-    """Where a read's key and closing columns are in its rows."""
+    """Where a read's key and closing columns are in its rows, and the one
+    statement that compares them with the primary's (:meth:`check_sql`)."""
 
-    __slots__ = ("key", "system_to", "close_kind", "closed_by", "sql")
+    __slots__ = ("key", "system_to", "close_kind", "closed_by", "_from", "_keys")
 
     def __init__(self, columns: Sequence[str], key: Sequence[str]) -> None:
         def at(c: str) -> int | None:
@@ -57,27 +63,33 @@ class _Shape:
 
         self.key = tuple(columns.index(c) for c in key)
         self.system_to, self.close_kind, self.closed_by = at("system_to"), at("close_kind"), at("closed_by")
-        if key == ("rowid",):
-            keys, match = "unnest(%s::bigint[], %s::boolean[]) AS r(k, open)", "f.rowid = r.k"
-            out = "r.k, NULL::integer"
-        else:  # the facts_version index (C collation)
-            keys = "unnest(%s::text[], %s::integer[], %s::boolean[]) AS r(k, v, open)"
-            match, out = 'f.fact_id = r.k COLLATE "C" AND f.version = r.v', "r.k::text, r.v"
-        # rows missing on the primary (erased: system_to is NOT NULL in the
-        # table, NULL here) and rows open on the standby that the primary has
-        # closed since; nothing for a row that is the same (most of them)
-        self.sql = (f"SELECT {out}, f.system_to, f.close_kind, f.closed_by FROM {keys} "
-                    f"LEFT JOIN facts f ON {match} "
-                    f"WHERE f.rowid IS NULL OR (r.open AND f.system_to <> {MAX_US})")
+        if key == ("rowid",):  # an index scan of the primary key
+            self._from, self._keys = "facts f WHERE f.rowid = ANY(%(k)s::bigint[])", ("f.rowid", "NULL::integer")
+        else:  # (fact_id, version): the facts_version index (C collation)
+            self._from = ('unnest(%(k)s::text[], %(v)s::integer[]) AS r(k, v) '
+                          'JOIN facts f ON f.fact_id = r.k COLLATE "C" AND f.version = r.v')
+            self._keys = ("f.fact_id", "f.version")
+
+    def check_sql(self, *, present: bool, erasures: bool) -> str:
+        """One row, from one snapshot: how many of the keys exist; the keys
+        and closing columns of those closed after ``%(t)s`` (a settled time
+        the standby has replayed: a close stamped at or before it is on the
+        standby too); with ``present``, every key that exists; with
+        ``erasures``, whether the namespace has an erasure stamped after
+        ``%(t)s``."""
+        later = f"FILTER (WHERE f.system_to <> {MAX_US} AND f.system_to > %(t)s)"
+        k, v = self._keys
+        cols = [f"count(*), array_agg({k}) {later}, array_agg({v}) {later}", f"array_agg(f.system_to) {later}",
+                f"array_agg(f.close_kind) {later}", f"array_agg(f.closed_by) {later}"]
+        cols.append(f"array_agg({k}), array_agg({v})" if present else "NULL, NULL")
+        cols.append("EXISTS (SELECT 1 FROM erasures WHERE ns_id = %(ns)s AND erased_at > %(t)s)" if erasures
+                    else "false")
+        return f"SELECT {', '.join(cols)} FROM {self._from}"
 
 
 _READ = _Shape(READ_COLUMNS, ("rowid",))
 _KEYS = _Shape(KEY_COLUMNS, ("fact_id", "version"))
 _KEY_OBJECTS = _Shape(KEY_OBJECT_COLUMNS, ("rowid",))
-
-# a row (key NULL) when the namespace has an erasure stamped after a time
-_ERASED_SINCE = (" UNION ALL SELECT NULL, NULL, NULL, NULL, NULL WHERE EXISTS "
-                 "(SELECT 1 FROM erasures WHERE ns_id = %s AND erased_at > %s)")
 
 
 class Patched:
@@ -92,52 +104,56 @@ class Patched:
 
 def patch(q: FactQuery, rows: list[tuple[Any, ...]], execute: Execute, replayed_time: int) -> Patched | None:
     """The primary's answer to ``q`` from the ``rows`` the standby gave for
-    it, with one ``execute`` on the primary; ``None`` when only the primary
-    can answer (an erasure changed which rows a ``LIMIT`` or ``OFFSET``
-    selects). ``replayed_time``: a settled time the standby had replayed
-    (every erasure stamped at or before it is on the standby)."""
+    it, with one ``execute`` on the primary (two when rows were erased from
+    a read without ``LIMIT``); ``None`` when only the primary can answer (an
+    erasure changed which rows a ``LIMIT`` or ``OFFSET`` selects).
+    ``replayed_time``: a settled time the standby had replayed (every close
+    and erasure stamped at or before it is on the standby)."""
     if not rows:  # nothing to close or erase, and nothing can be added at a settled time
         return Patched(rows, 0, 0)
     shape = (_KEY_OBJECTS if q.key_objects else _KEYS) if q.keys_only else _READ
-    sto = shape.system_to
-    open_ = [False] * len(rows) if sto is None else [r[sto] == MAX_US for r in rows]
-    if len(shape.key) == 1:
+    single = len(shape.key) == 1
+    if single:
         (i,) = shape.key
         keys: list[Any] = [r[i] for r in rows]
-        params: list[Any] = [keys, open_]
+        params: dict[str, Any] = {"k": keys}
     else:
         i, j = shape.key
         keys = [(r[i], r[j]) for r in rows]
-        params = [[k[0] for k in keys], [k[1] for k in keys], open_]
-    sql = shape.sql
-    if q.offset:
-        sql += _ERASED_SINCE
-        params += [q.ns_id, replayed_time]
-    got = execute(sql, params)
-    if not got:
-        return Patched(rows, 0, 0)
+        params = {"k": [k[0] for k in keys], "v": [k[1] for k in keys]}
+    params.update(t=replayed_time, ns=q.ns_id)
+    (n, ck, cv, c_to, c_kind, c_by, _, _, erased) = execute(
+        shape.check_sql(present=False, erasures=q.offset > 0), params)[0]
+    if erased:
+        return None  # an erasure the OFFSET may have skipped over
     gone: set[Any] = set()
-    closes: dict[Any, tuple[Any, Any, Any]] = {}
-    for k, v, system_to, close_kind, closed_by in got:
-        if k is None:
-            return None  # an erasure the OFFSET may have skipped over
-        key = k if len(shape.key) == 1 else (k, v)
-        if system_to is None:
-            gone.add(key)
-        else:
-            closes[key] = (system_to, close_kind, closed_by)
-    if gone and q.limit is not None:
-        return None  # the primary's page has other rows in it
+    if n < len(set(keys)):  # some were erased since
+        if q.limit is not None:
+            return None  # the primary's page has other rows in their place
+        # which ones (erasures are rare); the closes again, from the same snapshot
+        (_, ck, cv, c_to, c_kind, c_by, pk, pv, _) = execute(shape.check_sql(present=True, erasures=False),
+                                                             params)[0]
+        pk, pv = pk or [], pv or []
+        gone = set(keys).difference(pk if single else zip(pk, pv, strict=True))
+    sto = shape.system_to
+    # (a read without closing columns, KEY_OBJECT_COLUMNS, takes none)
+    closes = {} if ck is None or sto is None else {
+        (k if single else (k, v)): c
+        for k, v, *c in zip(ck, cv, c_to, c_kind, c_by, strict=True)}
+    if not gone and not closes:
+        return Patched(rows, 0, 0)
     out: list[tuple[Any, ...]] = []
+    closed = 0
     for r, key in zip(rows, keys, strict=True):
         if key in gone:
             continue
         c = closes.get(key)
-        if c is not None:
+        if c is not None and sto is not None and r[sto] != c[0]:  # closed on the primary after the standby's rows
+            closed += 1
             row = list(r)
             for at, value in zip((sto, shape.close_kind, shape.closed_by), c, strict=True):
                 if at is not None:
                     row[at] = value
             r = tuple(row)
         out.append(r)
-    return Patched(out, len(closes), len(gone))
+    return Patched(out, closed, len(gone))

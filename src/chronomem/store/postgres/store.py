@@ -451,7 +451,7 @@ class PostgresStore(PgNameReadsMixin, RowReadsMixin, PgEpisodeStoreMixin, PgHeal
         replica = self._replica
         assert replica is not None
 
-        def execute(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        def execute(sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
             with self._conn() as conn:
                 got: list[tuple[Any, ...]] = conn.execute(sql, params).fetchall()
                 return got
