@@ -12,7 +12,14 @@ reads of ``facts(subject=..., known_at=T)`` through a memory opened with
 round, in turns, after a warm-up read of every subject). It also counts the transactions each server ran
 per read (``pg_stat_database.xact_commit``). Both servers are removed after.
 
-    .venv/bin/python bench/replica_bench.py [--reads 500] [--facts 20000]
+    .venv/bin/python bench/replica_bench.py [--reads 500] [--facts 20000] [--later 0] [--read subject]
+
+``--later N`` supersedes N subjects' ``works_at`` after T (before the
+standby catches up), so the reads at T return versions the primary closed
+later: the replica path's check on the primary (``store/postgres/
+replica_patch.py``) then returns those closes. ``--read predicate`` reads
+``facts(predicate=p<i % 7>, known_at=T)`` (about ``facts / 9`` rows each)
+instead of one subject's facts (about ``facts / subjects``).
 """
 
 from __future__ import annotations
@@ -70,6 +77,8 @@ def main() -> int:
     ap.add_argument("--reads", type=int, default=500)
     ap.add_argument("--facts", type=int, default=20000)
     ap.add_argument("--subjects", type=int, default=500)
+    ap.add_argument("--later", type=int, default=0)
+    ap.add_argument("--read", choices=("subject", "predicate"), default="subject")
     args = ap.parse_args()
     pair = replica_pair(SETTINGS, "the benchmark needs a server pair of its own")
     primary, standby = next(pair)
@@ -92,14 +101,31 @@ def main() -> int:
             if batch:
                 w.add_facts(batch)
             known = w.now()
-        subjects = [f"person{i}" for i in range(args.subjects)]
+            w.store.settle(to_us(known))  # type: ignore[attr-defined]
+            # closes after T: the standby replays them too, but the check cannot know it has
+            if args.later:
+                w.add_facts([{"subject": f"person{i}", "predicate": "works_at", "object": "later",
+                              "valid_from": "2030-01"} for i in range(args.later)])
+        if args.read == "subject":
+            subjects = [f"person{i}" for i in range(args.subjects)]
+
+            def read(mem: chronomem.Memory, key: str) -> list[chronomem.Fact]:
+                return mem.facts(key, known_at=known)
+        else:
+            subjects = [f"p{i}" for i in range(7)]
+
+            def read(mem: chronomem.Memory, key: str) -> list[chronomem.Fact]:
+                return mem.facts(predicate=key, known_at=known)
         with chronomem.open(url, read_replica=standby.url) as rep, chronomem.open(url) as only:
             rep.store.settle(to_us(known))  # type: ignore[attr-defined]
             only.store.settle(to_us(known))  # type: ignore[attr-defined]
             caught_up(primary, standby)
+            sizes = []
             for s in subjects:  # warm both servers' caches, the name cache and both pools
-                assert [f.to_dict() for f in rep.facts(s, known_at=known)] == \
-                       [f.to_dict() for f in only.facts(s, known_at=known)]
+                want = [f.to_dict() for f in read(only, s)]
+                assert [f.to_dict() for f in read(rep, s)] == want
+                sizes.append(len(want))
+            n_rows = round(statistics.fmean(sizes))
             before = dict(rep.store.replica_stats())  # type: ignore[attr-defined]
             t_rep: list[float] = []
             t_pri: list[float] = []
@@ -107,7 +133,7 @@ def main() -> int:
                 s = subjects[i % len(subjects)]
                 for mem, out in ((rep, t_rep), (only, t_pri))[:: 1 if i % 2 else -1]:
                     t = time.perf_counter()
-                    mem.facts(s, known_at=known)
+                    read(mem, s)
                     out.append(time.perf_counter() - t)
             after = dict(rep.store.replica_stats())  # type: ignore[attr-defined]
         # what each server runs per read: transactions of a memory that warms up
@@ -117,16 +143,16 @@ def main() -> int:
             start = (xacts(primary), xacts(standby))
             with chronomem.open(url, **extra) as mem:  # type: ignore[arg-type]
                 for i in range(len(subjects) + reads):
-                    mem.facts(subjects[i % len(subjects)], known_at=known)
+                    read(mem, subjects[i % len(subjects)])
             return xacts(primary) - start[0], xacts(standby) - start[1]
 
         per_read = []
         for extra in ({"read_replica": standby.url}, {}):
             full, warm = run(extra, args.reads), run(extra, 0)
             per_read.append(tuple((full[k] - warm[k]) / args.reads for k in (0, 1)))
-        rows = args.facts // args.subjects
-        print(f"{args.facts} facts over {args.subjects} subjects (~{rows} versions each); "
-              f"{args.reads} reads of facts(subject, known_at=T) each way")
+        what = "facts(subject, known_at=T)" if args.read == "subject" else "facts(predicate=..., known_at=T)"
+        print(f"{args.facts} facts over {args.subjects} subjects, {args.later} superseded after T; "
+              f"{args.reads} reads of {what} ({n_rows} rows each on average) each way")
         print(f"{'path':<28}{'p50 ms':>9}{'p99 ms':>9}{'mean ms':>9}{'primary tx/read':>17}{'standby tx/read':>17}")
         for name, ts, per in (("read_replica (standby)", t_rep, per_read[0]), ("primary only", t_pri, per_read[1])):
             print(f"{name:<28}{pct(ts, 50) * 1e3:>9.3f}{pct(ts, 99) * 1e3:>9.3f}"

@@ -71,21 +71,30 @@ class _Shape:
             self._keys = ("f.fact_id", "f.version")
 
     def check_sql(self, *, present: bool, erasures: bool) -> str:
-        """One row, from one snapshot: how many of the keys exist; the keys
-        and closing columns of those closed after ``%(t)s`` (a settled time
-        the standby has replayed: a close stamped at or before it is on the
-        standby too); with ``present``, every key that exists; with
-        ``erasures``, whether the namespace has an erasure stamped after
-        ``%(t)s``."""
+        """One row, from one snapshot: whether the primary's clock has moved
+        past ``%(t)s`` (a settled time the standby has replayed); only if it
+        has (else nothing after ``%(t)s`` was written, and the keys are not
+        read at all), how many of the keys exist, the keys and closing
+        columns of those closed after ``%(t)s`` (a close stamped at or before
+        it is on the standby too), with ``present`` every key that exists,
+        and with ``erasures`` whether the namespace has an erasure stamped
+        after ``%(t)s``."""
         later = f"FILTER (WHERE f.system_to <> {MAX_US} AND f.system_to > %(t)s)"
         k, v = self._keys
-        cols = [f"count(*), array_agg({k}) {later}, array_agg({v}) {later}", f"array_agg(f.system_to) {later}",
-                f"array_agg(f.close_kind) {later}", f"array_agg(f.closed_by) {later}"]
+        cols = [_MOVED, f"count(*), array_agg({k}) {later}, array_agg({v}) {later}",
+                f"array_agg(f.system_to) {later}", f"array_agg(f.close_kind) {later}",
+                f"array_agg(f.closed_by) {later}"]
         cols.append(f"array_agg({k}), array_agg({v})" if present else "NULL, NULL")
         cols.append("EXISTS (SELECT 1 FROM erasures WHERE ns_id = %(ns)s AND erased_at > %(t)s)" if erasures
                     else "false")
-        return f"SELECT {', '.join(cols)} FROM {self._from}"
+        # the clock test is a one-time filter: when false the scan does not run
+        return f"SELECT {', '.join(cols)} FROM {self._from} {'AND' if 'WHERE' in self._from else 'WHERE'} {_MOVED}"
 
+
+# every write takes its system time from the clock before it changes a row
+# (chronomem_tick, 0003_concurrent_writes.sql); a sequence read is not
+# transactional, so it sees a tick the statement's snapshot may not
+_MOVED = "(SELECT last_value FROM chronomem_clock) > %(t)s"
 
 _READ = _Shape(READ_COLUMNS, ("rowid",))
 _KEYS = _Shape(KEY_COLUMNS, ("fact_id", "version"))
@@ -122,8 +131,10 @@ def patch(q: FactQuery, rows: list[tuple[Any, ...]], execute: Execute, replayed_
         keys = [(r[i], r[j]) for r in rows]
         params = {"k": [k[0] for k in keys], "v": [k[1] for k in keys]}
     params.update(t=replayed_time, ns=q.ns_id)
-    (n, ck, cv, c_to, c_kind, c_by, _, _, erased) = execute(
+    (moved, n, ck, cv, c_to, c_kind, c_by, _, _, erased) = execute(
         shape.check_sql(present=False, erasures=q.offset > 0), params)[0]
+    if not moved:  # no write since t: the standby's rows are the primary's
+        return Patched(rows, 0, 0)
     if erased:
         return None  # an erasure the OFFSET may have skipped over
     gone: set[Any] = set()
@@ -131,7 +142,7 @@ def patch(q: FactQuery, rows: list[tuple[Any, ...]], execute: Execute, replayed_
         if q.limit is not None:
             return None  # the primary's page has other rows in their place
         # which ones (erasures are rare); the closes again, from the same snapshot
-        (_, ck, cv, c_to, c_kind, c_by, pk, pv, _) = execute(shape.check_sql(present=True, erasures=False),
+        (_, _, ck, cv, c_to, c_kind, c_by, pk, pv, _) = execute(shape.check_sql(present=True, erasures=False),
                                                              params)[0]
         pk, pv = pk or [], pv or []
         gone = set(keys).difference(pk if single else zip(pk, pv, strict=True))
