@@ -62,9 +62,14 @@ def caught_up(primary: Cluster, standby: Cluster) -> None:
         time.sleep(0.01)
 
 
-def xacts(c: Cluster) -> int:
+def xacts(c: Cluster) -> tuple[int, int]:
+    """Transactions committed and buffer pages touched (hit or read) so far."""
     time.sleep(0.3)  # an exiting backend's report
-    return one(c, "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")
+    with psycopg.connect(c.url, autocommit=True) as con:
+        row = con.execute("SELECT xact_commit, blks_hit + blks_read FROM pg_stat_database "
+                          "WHERE datname = current_database()").fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])
 
 
 def pct(xs: list[float], p: float) -> float:
@@ -127,6 +132,18 @@ def main() -> int:
                 sizes.append(len(want))
             n_rows = round(statistics.fmean(sizes))
             before = dict(rep.store.replica_stats())  # type: ignore[attr-defined]
+            # the time of the check on the primary, inside the replica path's reads
+            t_check: list[float] = []
+            check = getattr(rep.store, "_as_on_primary", None)  # (None: a version without the check)
+
+            def timed_check(*a: object) -> object:
+                t = time.perf_counter()
+                try:
+                    return check(*a)  # type: ignore[misc]
+                finally:
+                    t_check.append(time.perf_counter() - t)
+            if check is not None:
+                rep.store._as_on_primary = timed_check  # type: ignore[attr-defined]
             t_rep: list[float] = []
             t_pri: list[float] = []
             for i in range(args.reads):  # interleaved, the order swapped every round
@@ -139,24 +156,30 @@ def main() -> int:
         # what each server runs per read: transactions of a memory that warms up
         # (every subject once: names cached) and reads, less those of one that only
         # warms up; counted once it is closed (a backend reports them when it exits)
-        def run(extra: dict[str, str], reads: int) -> tuple[int, int]:
+        def run(extra: dict[str, str], reads: int) -> tuple[int, int, int, int]:
             start = (xacts(primary), xacts(standby))
             with chronomem.open(url, **extra) as mem:  # type: ignore[arg-type]
                 for i in range(len(subjects) + reads):
                     read(mem, subjects[i % len(subjects)])
-            return xacts(primary) - start[0], xacts(standby) - start[1]
+            end = (xacts(primary), xacts(standby))
+            return (end[0][0] - start[0][0], end[1][0] - start[1][0],
+                    end[0][1] - start[0][1], end[1][1] - start[1][1])
 
         per_read = []
         for extra in ({"read_replica": standby.url}, {}):
             full, warm = run(extra, args.reads), run(extra, 0)
-            per_read.append(tuple((full[k] - warm[k]) / args.reads for k in (0, 1)))
+            per_read.append(tuple((full[k] - warm[k]) / args.reads for k in range(4)))
         what = "facts(subject, known_at=T)" if args.read == "subject" else "facts(predicate=..., known_at=T)"
         print(f"{args.facts} facts over {args.subjects} subjects, {args.later} superseded after T; "
               f"{args.reads} reads of {what} ({n_rows} rows each on average) each way")
-        print(f"{'path':<28}{'p50 ms':>9}{'p99 ms':>9}{'mean ms':>9}{'primary tx/read':>17}{'standby tx/read':>17}")
+        print(f"{'path':<24}{'p50 ms':>8}{'p99 ms':>8}{'mean ms':>8}  tx/read primary, standby"
+              "  pages/read primary, standby")
         for name, ts, per in (("read_replica (standby)", t_rep, per_read[0]), ("primary only", t_pri, per_read[1])):
-            print(f"{name:<28}{pct(ts, 50) * 1e3:>9.3f}{pct(ts, 99) * 1e3:>9.3f}"
-                  f"{statistics.fmean(ts) * 1e3:>9.3f}{per[0]:>17.2f}{per[1]:>17.2f}")
+            print(f"{name:<24}{pct(ts, 50) * 1e3:>8.3f}{pct(ts, 99) * 1e3:>8.3f}"
+                  f"{statistics.fmean(ts) * 1e3:>8.3f}{per[0]:>12.2f}{per[1]:>9.2f}{per[2]:>19.1f}{per[3]:>9.1f}")
+        if t_check:
+            print(f"of which the check on the primary (read_replica): p50 {pct(t_check, 50) * 1e3:.3f} ms, "
+                  f"p99 {pct(t_check, 99) * 1e3:.3f} ms, mean {statistics.fmean(t_check) * 1e3:.3f} ms")
         print("replica stats during the replica run:",
               {k: after[k] - before[k] for k in after if k != "replayed"})
     finally:

@@ -14,6 +14,10 @@ replica") gives the reasoning. In short:
   one of those commits, and no later commit adds a version believed at T:
   the versions it finds believed at T are the primary's. Below L, or
   unknown, the read goes to the primary; it never waits for the standby.
+  What later transactions did to those versions (closes, erasures) comes
+  from one check on the primary (:mod:`.replica_patch`), so the answer is
+  the primary's; :meth:`replayed_time` gives that check the latest settled
+  time the standby is known to have replayed.
 * **Stale reads.** Inside :meth:`chronomem.Memory.stale_reads` every read
   outside a transaction may go to the standby, whatever it has replayed.
 * **Never fails because of the standby.** A standby that refuses a

@@ -23,8 +23,10 @@ Reads run on pooled autocommit connections (:mod:`.pool`); inside a write
 transaction (same thread) they run on the transaction's connection and see
 its changes, and :meth:`PostgresStore.read` pins one REPEATABLE READ snapshot.
 With ``read_replica=`` (a streaming standby, :mod:`.replica`), a fact read
-"as known at" a settled time the standby has replayed runs there, and so does
-every read outside a transaction inside ``Memory.stale_reads()``.
+"as known at" a settled time the standby has replayed runs there (then one
+check on the primary brings the closes and erasures the standby has not
+replayed yet, :mod:`.replica_patch`), and so does every read outside a
+transaction inside ``Memory.stale_reads()``.
 
 Outages (``docs/postgres.md``, "Outages and timeouts"): a connection-level
 failure is a :class:`~chronomem.errors.StoreUnavailableError`, never a
