@@ -14,10 +14,11 @@ per read (``pg_stat_database.xact_commit``). Both servers are removed after.
 
     .venv/bin/python bench/replica_bench.py [--reads 500] [--facts 20000] [--later 0] [--read subject]
 
-``--later N`` supersedes N subjects' ``works_at`` after T (before the
-standby catches up), so the reads at T return versions the primary closed
-later: the replica path's check on the primary (``store/postgres/
-replica_patch.py``) then returns those closes. ``--read predicate`` reads
+``--later N`` supersedes N subjects' ``works_at`` after T was settled
+(the standby replays them before the reads): the primary's clock has moved
+past the settled time, so the replica path's check on the primary
+(``store/postgres/replica_patch.py``) looks up every returned row (without
+it, the check only reads the clock). ``--read predicate`` reads
 ``facts(predicate=p<i % 7>, known_at=T)`` (about ``facts / 9`` rows each)
 instead of one subject's facts (about ``facts / subjects``).
 """
@@ -106,11 +107,14 @@ def main() -> int:
             if batch:
                 w.add_facts(batch)
             known = w.now()
-            w.store.settle(to_us(known))  # type: ignore[attr-defined]
-            # closes after T: the standby replays them too, but the check cannot know it has
-            if args.later:
-                w.add_facts([{"subject": f"person{i}", "predicate": "works_at", "object": "later",
-                              "valid_from": "2030-01"} for i in range(args.later)])
+
+        def later(n: int, tag: str) -> None:
+            """Closes after T (and after the settles so far): the standby replays
+            them too, but the check on the primary cannot know it has."""
+            if n:
+                with chronomem.open(url) as lw:
+                    lw.add_facts([{"subject": f"person{i % args.subjects}", "predicate": "works_at",
+                                   "object": f"{tag}{i}", "valid_from": "2030-01"} for i in range(n)])
         if args.read == "subject":
             subjects = [f"person{i}" for i in range(args.subjects)]
 
@@ -124,6 +128,7 @@ def main() -> int:
         with chronomem.open(url, read_replica=standby.url) as rep, chronomem.open(url) as only:
             rep.store.settle(to_us(known))  # type: ignore[attr-defined]
             only.store.settle(to_us(known))  # type: ignore[attr-defined]
+            later(args.later, "later")
             caught_up(primary, standby)
             sizes = []
             for s in subjects:  # warm both servers' caches, the name cache and both pools
@@ -159,7 +164,11 @@ def main() -> int:
         def run(extra: dict[str, str], reads: int) -> tuple[int, int, int, int]:
             start = (xacts(primary), xacts(standby))
             with chronomem.open(url, **extra) as mem:  # type: ignore[arg-type]
-                for i in range(len(subjects) + reads):
+                for i in range(len(subjects)):  # warm up (settles T)
+                    read(mem, subjects[i])
+                later(1 if args.later else 0, f"run{reads}{len(extra)}")  # the clock moves past the settle
+                caught_up(primary, standby)
+                for i in range(reads):
                     read(mem, subjects[i % len(subjects)])
             end = (xacts(primary), xacts(standby))
             return (end[0][0] - start[0][0], end[1][0] - start[1][0],
@@ -170,7 +179,7 @@ def main() -> int:
             full, warm = run(extra, args.reads), run(extra, 0)
             per_read.append(tuple((full[k] - warm[k]) / args.reads for k in range(4)))
         what = "facts(subject, known_at=T)" if args.read == "subject" else "facts(predicate=..., known_at=T)"
-        print(f"{args.facts} facts over {args.subjects} subjects, {args.later} superseded after T; "
+        print(f"{args.facts} facts over {args.subjects} subjects, {args.later} superseded after T was settled; "
               f"{args.reads} reads of {what} ({n_rows} rows each on average) each way")
         print(f"{'path':<24}{'p50 ms':>8}{'p99 ms':>8}{'mean ms':>8}  tx/read primary, standby"
               "  pages/read primary, standby")
