@@ -14,7 +14,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -240,25 +240,53 @@ def test_closes_and_erasures_the_standby_has_not_replayed_come_from_the_primary(
     narrow = FactQuery(ns, subject_ids=[rep.store.entity_id(ns, "dave")], known_at=to_us(t),  # type: ignore[attr-defined]
                        keys_only=True)
     before_pause = {k: _dicts(r(only)) for k, r in reads.items()}
+    rep.define_predicate("mood", cardinality="one")
+    frank = rep.add_fact("frank", "role", "r0", "2000").id
+
+    def check(k: str, read: Callable[[chronomem.Memory], Any]) -> tuple[dict[str, int], dict[str, int]]:
+        """``read`` through both memories: the same answer, its query run on the standby."""
+        s0 = _stats(rep)
+        got, want = read(rep), read(only)
+        s1 = _stats(rep)
+        assert _dicts(got) == _dicts(want), k
+        assert s1["replica"] > s0["replica"], (k, s0, s1)  # its query ran on the standby
+        assert s1["behind"] == s0["behind"] and s1["down"] == s0["down"], (k, s0, s1)
+        return s0, s1
+
+    t2 = rep.now()
+    _pin(pair, rep, t2)  # frank's first role is on the standby (a later settle)
     _sql(standby, "SELECT pg_wal_replay_pause()")
     try:
+        # closes only: a supersession, a correction, a retraction
         rep.add_fact("dave", "role", "engineer", "2020")  # closes intern's version (supersession)
         rep.correct(ids["tea"], object="green tea", reason="more precise")  # closes tea's
         rep.retract(ids["rain"], reason="never said")  # closes rain's
+        for k, read in reads.items():
+            s0, s1 = check(k, read)
+            if k in ("all", "role", "first", "page1"):
+                assert _dicts(read(only)) != before_pause[k], k  # the later writes do change the answer
+                assert s1["closed"] == s0["closed"] + 1, (k, s0, s1)  # patched by the primary's check
+            # the closes came by subject (one index range), not row by row
+            assert s1["by_key"] == s0["by_key"] and s1["primary_again"] == s0["primary_again"], (k, s0, s1)
+        # more closes in a subject since than the check takes by subject (frank's mood, then the role
+        # read at t2, last in the index's order): it looks the rows up one by one
+        for i in range(70):
+            rep.add_fact("frank", "mood", f"m{i}", f"{2000 + i}")
+        rep.add_fact("frank", "role", "r1", "2001")
+        s0, s1 = check("frank", lambda m: m.facts("frank", known_at=t2))
+        assert s1["by_key"] == s0["by_key"] + 1 and s1["closed"] == s0["closed"] + 1, (s0, s1)
+        assert [f.id for f in rep.facts("frank", known_at=t2)] == [frank]
+
+        # erasures
         rep.erase(ids["jazz"], confirm=True)  # in page1: the primary's page 1 has another row now
         rep.erase(ids["go"], confirm=True)  # after page 1: "all" drops it
         rep.erase(first_erin, confirm=True)  # skipped by the deep page's OFFSET
         for k, read in reads.items():
-            s0 = _stats(rep)
-            got, want = read(rep), read(only)
-            s1 = _stats(rep)
-            assert _dicts(got) == _dicts(want), k
-            assert s1["replica"] > s0["replica"], (k, s0, s1)  # its query ran on the standby
-            assert s1["behind"] == s0["behind"] and s1["down"] == s0["down"], (k, s0, s1)
-            if k in ("all", "role", "first", "page1", "page2", "deep"):
-                assert _dicts(got) != before_pause[k], k  # the later writes do change the answer
+            s0, s1 = check(k, read)
+            if k in ("all", "page1", "page2", "deep"):
+                assert _dicts(read(only)) != before_pause[k], k
             if k in ("all", "role", "first"):
-                assert s1["closed"] == s0["closed"] + 1, (k, s0, s1)  # patched, not re-read
+                assert s1["closed"] == s0["closed"] + 1, (k, s0, s1)  # patched, not read again
                 assert s1["primary_again"] == s0["primary_again"], (k, s0, s1)
             if k == "all":
                 assert s1["erased"] == s0["erased"] + 1, (k, s0, s1)

@@ -112,8 +112,10 @@ class Replica:
         self.counts = {"replica": 0, "behind": 0, "down": 0, "busy": 0, "error": 0}
         # what the primary's check after a pinned read found (.replica_patch):
         # reads whose rows took later closes, reads that dropped erased rows,
-        # and reads the primary ran again (an erasure moved a LIMIT or OFFSET)
-        self.patches = {"closed": 0, "erased": 0, "primary_again": 0}
+        # reads whose check looked every row up by key (an erasure or many
+        # closes since), and reads the primary ran again (an erasure moved a
+        # LIMIT or OFFSET)
+        self.patches = {"closed": 0, "erased": 0, "by_key": 0, "primary_again": 0}
 
     # -- connections --------------------------------------------------------
     def _connect(self) -> Any:

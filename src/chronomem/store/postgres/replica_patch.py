@@ -57,11 +57,32 @@ Execute = Callable[[str, dict[str, Any]], Sequence[Sequence[Any]]]
 _MOVED = "(SELECT last_value FROM chronomem_clock) > %(t)s"
 
 
+def _by_group(column: str) -> str:
+    """The usual check, one statement: a header row (``h``: whether the
+    clock moved past ``%(t)s``; if so, whether the namespace has an erasure
+    stamped after it) and, only if the clock moved, the versions of the
+    rows' subjects (or predicates: ``column``) closed after ``%(t)s``, at
+    most ``%(cap)s`` of them (``c``). ``facts_subject`` and
+    ``facts_predicate`` lead with the column and ``system_to``: each group
+    is one index range of the rows closed since, where one primary-key
+    lookup per returned row costs three or four pages a row."""
+    return (
+        f"SELECT 'h', NULL::bigint, NULL::text, NULL::integer, NULL::bigint, NULL::text, NULL::text, {_MOVED}, "
+        f"CASE WHEN {_MOVED} THEN EXISTS (SELECT 1 FROM erasures WHERE ns_id = %(ns)s AND erased_at > %(t)s) "
+        "ELSE false END "
+        "UNION ALL (SELECT 'c', f.rowid, f.fact_id, f.version, f.system_to, f.close_kind, f.closed_by, NULL, NULL "
+        f"FROM facts f WHERE f.{column} = ANY(%(g)s::text::bigint[]) AND f.system_to > %(t)s "
+        f"AND f.system_to < {MAX_US} AND {_MOVED} LIMIT %(cap)s)")
+
+
+_BY_SUBJECT, _BY_PREDICATE = _by_group("subject_id"), _by_group("predicate_id")
+
+
 class _Shape:
     """Where a read's key and closing columns are in its rows, and the one
     statement that compares them with the primary's (:meth:`check_sql`)."""
 
-    __slots__ = ("key", "system_to", "close_kind", "closed_by", "_from", "_keys", "sql")
+    __slots__ = ("key", "system_to", "close_kind", "closed_by", "subject", "predicate", "_from", "_keys", "sql")
 
     def __init__(self, columns: Sequence[str], key: Sequence[str]) -> None:
         def at(c: str) -> int | None:
@@ -69,6 +90,7 @@ class _Shape:
 
         self.key = tuple(columns.index(c) for c in key)
         self.system_to, self.close_kind, self.closed_by = at("system_to"), at("close_kind"), at("closed_by")
+        self.subject, self.predicate = columns.index("subject_id"), columns.index("predicate_id")
         if key == ("rowid",):  # an index scan of the primary key
             self._from, self._keys = "facts f WHERE f.rowid = ANY(%(k)s::text::bigint[])", ("f.rowid", "NULL::integer")
         else:  # (fact_id, version): the facts_version index (C collation)
@@ -117,21 +139,24 @@ def _quoted(s: str) -> str:
 
 class Patched:
     """What :func:`patch` did: ``closed`` rows took the primary's closing
-    columns, ``erased`` rows were dropped."""
+    columns, ``erased`` rows were dropped, ``by_key``: it looked every row
+    up by its key."""
 
-    __slots__ = ("rows", "closed", "erased")
+    __slots__ = ("rows", "closed", "erased", "by_key")
 
-    def __init__(self, rows: list[tuple[Any, ...]], closed: int, erased: int) -> None:
-        self.rows, self.closed, self.erased = rows, closed, erased
+    def __init__(self, rows: list[tuple[Any, ...]], closed: int, erased: int, by_key: bool = False) -> None:
+        # by_key: the check looked every row up by its key (an erasure, or many closes, since)
+        self.rows, self.closed, self.erased, self.by_key = rows, closed, erased, by_key
 
 
 def patch(q: FactQuery, rows: list[tuple[Any, ...]], execute: Execute, replayed_time: int) -> Patched | None:
     """The primary's answer to ``q`` from the ``rows`` the standby gave for
-    it, with one ``execute`` on the primary (two when rows were erased from
-    a read without ``LIMIT``); ``None`` when only the primary can answer (an
-    erasure changed which rows a ``LIMIT`` or ``OFFSET`` selects).
-    ``replayed_time``: a settled time the standby had replayed (every close
-    and erasure stamped at or before it is on the standby)."""
+    it, usually with one ``execute`` on the primary (a second one, a lookup
+    per row, when an erasure or more closes than the cap happened since);
+    ``None`` when only the primary can answer (an erasure changed which
+    rows a ``LIMIT`` or ``OFFSET`` selects). ``replayed_time``: a settled
+    time the standby had replayed (every close and erasure stamped at or
+    before it is on the standby)."""
     if not rows:  # nothing to close or erase, and nothing can be added at a settled time
         return Patched(rows, 0, 0)
     shape = (_KEY_OBJECTS if q.key_objects else _KEYS) if q.keys_only else _READ
@@ -139,33 +164,47 @@ def patch(q: FactQuery, rows: list[tuple[Any, ...]], execute: Execute, replayed_
     if single:
         (i,) = shape.key
         keys: list[Any] = [r[i] for r in rows]
-        params: dict[str, Any] = {"k": _array(map(str, keys))}
     else:
         i, j = shape.key
         keys = [(r[i], r[j]) for r in rows]
-        params = {"k": _array(_quoted(k[0]) for k in keys), "v": _array(str(k[1]) for k in keys)}
-    params.update(t=replayed_time, ns=q.ns_id)
-    (moved, n, ck, cv, c_to, c_kind, c_by, _, _, erased) = execute(
-        shape.sql[False, q.offset > 0], params)[0]
-    if not moved:  # no write since t: the standby's rows are the primary's
+    # the versions closed since, by the rows' subjects or predicates (the fewer)
+    subjects, predicates = {r[shape.subject] for r in rows}, {r[shape.predicate] for r in rows}
+    by_subject = len(subjects) <= len(predicates)
+    cap = 2 * len(rows) + 64  # more than that: the lookups by key cost less
+    got = execute(_BY_SUBJECT if by_subject else _BY_PREDICATE,
+                  {"g": _array(map(str, subjects if by_subject else predicates)), "t": replayed_time,
+                   "ns": q.ns_id, "cap": cap})
+    head = next(r for r in got if r[0] == "h")
+    if not head[7]:  # the clock has not moved since t: nothing was written, the standby's rows are the primary's
         return Patched(rows, 0, 0)
-    if erased:
-        return None  # an erasure the OFFSET may have skipped over
+    erased = bool(head[8])
     gone: set[Any] = set()
-    if n < len(set(keys)):  # some were erased since
-        if q.limit is not None:
-            return None  # the primary's page has other rows in their place
-        # which ones (erasures are rare), and the closes again from this statement's snapshot
-        (_, _, ck, cv, c_to, c_kind, c_by, pk, pv, _) = execute(shape.sql[True, False], params)[0]
-        pk, pv = pk or [], pv or []
-        gone = set(keys).difference(pk if single else zip(pk, pv, strict=True))
+    closes: dict[Any, tuple[Any, Any, Any]] = {}
+    by_key = erased or sum(r[0] == "c" for r in got) >= cap
+    if by_key:
+        if erased and q.offset:
+            return None  # an erasure the OFFSET may have skipped over
+        # a lookup per row: which still exist, and their closes, from one snapshot
+        params: dict[str, Any] = {"k": _array(map(str, keys))} if single else {
+            "k": _array(_quoted(k[0]) for k in keys), "v": _array(str(k[1]) for k in keys)}
+        params.update(t=replayed_time, ns=q.ns_id)
+        (_, n, ck, cv, c_to, c_kind, c_by, pk, pv, _) = execute(shape.sql[True, False], params)[0]
+        if n < len(set(keys)):
+            if q.limit is not None:
+                return None  # a row of the page is gone: the primary's page has another in its place
+            pk, pv = pk or [], pv or []
+            gone = set(keys).difference(pk if single else zip(pk, pv, strict=True))
+        if ck is not None:
+            closes = {(k if single else (k, v)): (a, b, c) for k, v, a, b, c in zip(ck, cv, c_to, c_kind, c_by,
+                                                                                     strict=True)}
+    else:
+        closes = {(rowid if shape is not _KEYS else (fid, ver)): (a, b, c)
+                  for tag, rowid, fid, ver, a, b, c, _m, _e in got if tag == "c"}
     sto = shape.system_to
-    # (a read without closing columns, KEY_OBJECT_COLUMNS, takes none)
-    closes = {} if ck is None or sto is None else {
-        (k if single else (k, v)): c
-        for k, v, *c in zip(ck, cv, c_to, c_kind, c_by, strict=True)}
+    if sto is None:
+        closes = {}  # a read without closing columns (KEY_OBJECT_COLUMNS)
     if not gone and not closes:
-        return Patched(rows, 0, 0)
+        return Patched(rows, 0, 0, by_key)
     out: list[tuple[Any, ...]] = []
     closed = 0
     for r, key in zip(rows, keys, strict=True):
@@ -180,4 +219,4 @@ def patch(q: FactQuery, rows: list[tuple[Any, ...]], execute: Execute, replayed_
                     row[at] = value
             r = tuple(row)
         out.append(r)
-    return Patched(out, closed, len(gone))
+    return Patched(out, closed, len(gone), by_key)

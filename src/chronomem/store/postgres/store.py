@@ -466,6 +466,8 @@ class PostgresStore(PgNameReadsMixin, RowReadsMixin, PgEpisodeStoreMixin, PgHeal
             replica.patched("closed")
         if done.erased:
             replica.patched("erased")
+        if done.by_key:
+            replica.patched("by_key")
         return done.rows
 
     def replica_stats(self) -> dict[str, int] | None:
@@ -473,7 +475,8 @@ class PostgresStore(PgNameReadsMixin, RowReadsMixin, PgEpisodeStoreMixin, PgHeal
         or the primary because it was ``behind``, ``down``, ``busy`` or
         erred: ``error``); of those the standby answered, how many the
         primary's check patched (``closed``: later closes; ``erased``:
-        rows dropped) or ran again (``primary_again``: an erasure moved a
+        rows dropped), looked up row by row (``by_key``: an erasure or many
+        closes since) or ran again (``primary_again``: an erasure moved a
         page); and the last replay position it reported (``replayed``,
         bytes; -1: unknown). ``None`` without a replica."""
         return None if self._replica is None else self._replica.stats()
