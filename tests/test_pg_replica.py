@@ -220,6 +220,7 @@ def test_closes_and_erasures_the_standby_has_not_replayed_come_from_the_primary(
                              ("lives_in", "rome", "2013"), ("likes", "chess", "2014"), ("likes", "go", "2015"),
                              ("likes", "rain", "2016")]:
         ids[obj] = rep.add_fact("dave", pred, obj, start).id
+    rep.add_fact("gina", "likes", "coffee", "2009")  # a predicate-wide read has two subjects (gina's row first)
     # erin: more facts than a deep page skips (facts(offset >= DEEP_OFFSET) reads narrow rows with SQL OFFSET)
     rep.add_facts([{"subject": "erin", "predicate": "visited", "object": f"town{i}",
                     "valid_from": f"{1900 + i // 12}-{i % 12 + 1:02d}"} for i in range(DEEP_OFFSET + 20)])
@@ -234,6 +235,7 @@ def test_closes_and_erasures_the_standby_has_not_replayed_come_from_the_primary(
         "page2": lambda m: m.facts("dave", known_at=t, limit=2, offset=3),
         "deep": lambda m: m.facts("erin", known_at=t, limit=5, offset=DEEP_OFFSET + 2),
         "in": lambda m: m.facts(object="rome", direction="in", known_at=t),
+        "pred": lambda m: m.facts(predicate="likes", known_at=t),
         "span": lambda m: m.valid_span("dave", known_at=t),
     }
     ns = rep.store.namespace_id("default", create=False)  # type: ignore[attr-defined]
@@ -263,10 +265,10 @@ def test_closes_and_erasures_the_standby_has_not_replayed_come_from_the_primary(
         rep.retract(ids["rain"], reason="never said")  # closes rain's
         for k, read in reads.items():
             s0, s1 = check(k, read)
-            if k in ("all", "role", "first", "page1"):
+            if k in ("all", "role", "first", "page1", "pred"):
                 assert _dicts(read(only)) != before_pause[k], k  # the later writes do change the answer
                 assert s1["closed"] == s0["closed"] + 1, (k, s0, s1)  # patched by the primary's check
-            # the closes came by subject (one index range), not row by row
+            # the closes came by subject or predicate (one index range each), not row by row
             assert s1["by_key"] == s0["by_key"] and s1["primary_again"] == s0["primary_again"], (k, s0, s1)
         # more closes in a subject since than the check takes by subject (frank's mood, then the role
         # read at t2, last in the index's order): it looks the rows up one by one

@@ -160,6 +160,16 @@ def patch(q: FactQuery, rows: list[tuple[Any, ...]], execute: Execute, replayed_
     if not rows:  # nothing to close or erase, and nothing can be added at a settled time
         return Patched(rows, 0, 0)
     shape = (_KEY_OBJECTS if q.key_objects else _KEYS) if q.keys_only else _READ
+    # the versions closed since, by the rows' subjects or predicates (the fewer)
+    subjects, predicates = {r[shape.subject] for r in rows}, {r[shape.predicate] for r in rows}
+    by_subject = len(subjects) <= len(predicates)
+    groups = subjects if by_subject else predicates
+    cap = 2 * len(rows) + 64  # more than that: the lookups by key cost less
+    got = execute(_BY_SUBJECT if by_subject else _BY_PREDICATE,
+                  {"g": _array(map(str, groups)), "t": replayed_time, "ns": q.ns_id, "cap": cap})
+    head = next(r for r in got if r[0] == "h")
+    if not head[7]:  # the clock has not moved since t: nothing was written, the standby's rows are the primary's
+        return Patched(rows, 0, 0)
     single = len(shape.key) == 1
     if single:
         (i,) = shape.key
@@ -167,16 +177,6 @@ def patch(q: FactQuery, rows: list[tuple[Any, ...]], execute: Execute, replayed_
     else:
         i, j = shape.key
         keys = [(r[i], r[j]) for r in rows]
-    # the versions closed since, by the rows' subjects or predicates (the fewer)
-    subjects, predicates = {r[shape.subject] for r in rows}, {r[shape.predicate] for r in rows}
-    by_subject = len(subjects) <= len(predicates)
-    cap = 2 * len(rows) + 64  # more than that: the lookups by key cost less
-    got = execute(_BY_SUBJECT if by_subject else _BY_PREDICATE,
-                  {"g": _array(map(str, subjects if by_subject else predicates)), "t": replayed_time,
-                   "ns": q.ns_id, "cap": cap})
-    head = next(r for r in got if r[0] == "h")
-    if not head[7]:  # the clock has not moved since t: nothing was written, the standby's rows are the primary's
-        return Patched(rows, 0, 0)
     erased = bool(head[8])
     gone: set[Any] = set()
     closes: dict[Any, tuple[Any, Any, Any]] = {}
