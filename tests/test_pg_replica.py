@@ -14,15 +14,17 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 
 psycopg = pytest.importorskip("psycopg")
 
 import chronomem  # noqa: E402
-from chronomem.core.time import to_us  # noqa: E402
+from chronomem.core.time import MAX_US, to_us  # noqa: E402
 from chronomem.errors import InvalidInputError  # noqa: E402
+from chronomem.service.reads import DEEP_OFFSET  # noqa: E402
+from chronomem.store.protocol import FactQuery  # noqa: E402
 from pg_cluster import Cluster, replica_pair  # noqa: E402
 
 _SETTINGS = """
@@ -166,9 +168,9 @@ def test_a_time_the_standby_has_not_replayed_is_read_on_the_primary(pair: Any, m
                                                                     world: dict[str, Any]) -> None:
     """Replay paused: a write and a settle after it are not on the standby,
     so a read pinned after them goes to the primary; a read pinned at an
-    earlier time still runs on the standby. Its believed versions are the
-    primary's; the closing of a version the standby has not replayed yet
-    shows once it has (docs/postgres.md, "Read replica")."""
+    earlier time still runs on the standby, and answers what the primary
+    answers: the close of a version the standby has not replayed yet comes
+    from the primary's check (docs/postgres.md, "Read replica")."""
     primary, standby = pair
     rep, only = mems
     t1 = world["t1"]
@@ -185,21 +187,139 @@ def test_a_time_the_standby_has_not_replayed_is_read_on_the_primary(pair: Any, m
         after = _stats(rep)
         assert after["behind"] == before["behind"] + 1 and after["replica"] == before["replica"]
 
-        # a read at the earlier time runs on the paused standby: the same versions
+        # a read at the earlier time runs on the paused standby and answers
+        # exactly the primary's answer: globex closed (after T2, not replayed)
         old = rep.facts("alice", "works_at", known_at=world["t2"])
         want = only.facts("alice", "works_at", known_at=world["t2"])
         assert _stats(rep)["replica"] == after["replica"] + 1
-        assert [(f.id, f.version, f.object, f.valid_from, f.system_from) for f in old] == \
-               [(f.id, f.version, f.object, f.valid_from, f.system_from) for f in want]
-        # ... but globex's closing (after T2) is not on the standby yet: this proves the
-        # read ran there, and is the documented lag of a closing annotation
-        assert [f.system_to for f in old if f.object == "globex"] == [None]
+        assert _stats(rep)["closed"] == after["closed"] + 1  # the primary's check patched it
+        assert _dicts(old) == _dicts(want)
         assert [f.system_to is not None for f in want if f.object == "globex"] == [True]
+        # the standby itself still has globex's version open
+        assert _sql(standby, f"SELECT count(*) FROM {SCHEMA}.facts f JOIN {SCHEMA}.entities o ON o.id = f.object_id "
+                             f"WHERE o.key = 'globex' AND f.system_to = {MAX_US}") == 1
     finally:
         _sql(standby, "SELECT pg_wal_replay_resume()")
     _caught_up(primary, standby)
     assert _dicts(rep.facts("alice", "works_at", known_at=world["t2"])) == \
            _dicts(only.facts("alice", "works_at", known_at=world["t2"]))
+
+
+def test_closes_and_erasures_the_standby_has_not_replayed_come_from_the_primary(pair: Any, mems: Any) -> None:
+    """Replay paused after T: a supersession, a correction, a retraction and
+    erasures on the primary. Every read pinned at T (plain, paged, a deep
+    page, a narrow keys-only read) still runs its query on the standby and
+    answers exactly what the primary alone answers (every fact's
+    ``to_dict()``); an erasure that changes a page's rows makes the primary
+    run that read again."""
+    primary, standby = pair
+    rep, only = mems
+    rep.define_predicate("role", cardinality="one")
+    ids = {}
+    for pred, obj, start in [("role", "intern", "2010"), ("likes", "jazz", "2011"), ("likes", "tea", "2012"),
+                             ("lives_in", "rome", "2013"), ("likes", "chess", "2014"), ("likes", "go", "2015"),
+                             ("likes", "rain", "2016")]:
+        ids[obj] = rep.add_fact("dave", pred, obj, start).id
+    rep.add_fact("gina", "likes", "coffee", "2009")  # a predicate-wide read has two subjects (gina's row first)
+    # erin: more facts than a deep page skips (facts(offset >= DEEP_OFFSET) reads narrow rows with SQL OFFSET)
+    rep.add_facts([{"subject": "erin", "predicate": "visited", "object": f"town{i}",
+                    "valid_from": f"{1900 + i // 12}-{i % 12 + 1:02d}"} for i in range(DEEP_OFFSET + 20)])
+    first_erin = rep.facts("erin", limit=1)[0].id
+    t = rep.now()
+    _pin(pair, rep, t)
+    reads = {
+        "all": lambda m: m.facts("dave", known_at=t),
+        "role": lambda m: m.facts("dave", "role", known_at=t),
+        "first": lambda m: m.facts("dave", known_at=t, limit=1),
+        "page1": lambda m: m.facts("dave", known_at=t, limit=3),
+        "page2": lambda m: m.facts("dave", known_at=t, limit=2, offset=3),
+        "deep": lambda m: m.facts("erin", known_at=t, limit=5, offset=DEEP_OFFSET + 2),
+        "in": lambda m: m.facts(object="rome", direction="in", known_at=t),
+        "pred": lambda m: m.facts(predicate="likes", known_at=t),
+        "span": lambda m: m.valid_span("dave", known_at=t),
+    }
+    ns = rep.store.namespace_id("default", create=False)  # type: ignore[attr-defined]
+    narrow = FactQuery(ns, subject_ids=[rep.store.entity_id(ns, "dave")], known_at=to_us(t),  # type: ignore[attr-defined]
+                       keys_only=True)
+    before_pause = {k: _dicts(r(only)) for k, r in reads.items()}
+    rep.define_predicate("mood", cardinality="one")
+    frank = rep.add_fact("frank", "role", "r0", "2000").id
+
+    def check(k: str, read: Callable[[chronomem.Memory], Any]) -> tuple[dict[str, int], dict[str, int]]:
+        """``read`` through both memories: the same answer, its query run on the standby."""
+        s0 = _stats(rep)
+        got, want = read(rep), read(only)
+        s1 = _stats(rep)
+        assert _dicts(got) == _dicts(want), k
+        assert s1["replica"] > s0["replica"], (k, s0, s1)  # its query ran on the standby
+        assert s1["behind"] == s0["behind"] and s1["down"] == s0["down"], (k, s0, s1)
+        return s0, s1
+
+    t2 = rep.now()
+    _pin(pair, rep, t2)  # frank's first role is on the standby (a later settle)
+    _sql(standby, "SELECT pg_wal_replay_pause()")
+    try:
+        # closes only: a supersession, a correction, a retraction
+        rep.add_fact("dave", "role", "engineer", "2020")  # closes intern's version (supersession)
+        rep.correct(ids["tea"], object="green tea", reason="more precise")  # closes tea's
+        rep.retract(ids["rain"], reason="never said")  # closes rain's
+        for k, read in reads.items():
+            s0, s1 = check(k, read)
+            if k in ("all", "role", "first", "page1", "pred"):
+                assert _dicts(read(only)) != before_pause[k], k  # the later writes do change the answer
+                assert s1["closed"] == s0["closed"] + 1, (k, s0, s1)  # patched by the primary's check
+            # the closes came by subject or predicate (one index range each), not row by row
+            assert s1["by_key"] == s0["by_key"] and s1["primary_again"] == s0["primary_again"], (k, s0, s1)
+        # more closes in a subject since than the check takes by subject (frank's mood, then the role
+        # read at t2, last in the index's order): it looks the rows up one by one
+        for i in range(70):
+            rep.add_fact("frank", "mood", f"m{i}", f"{2000 + i}")
+        rep.add_fact("frank", "role", "r1", "2001")
+        s0, s1 = check("frank", lambda m: m.facts("frank", known_at=t2))
+        assert s1["by_key"] == s0["by_key"] + 1 and s1["closed"] == s0["closed"] + 1, (s0, s1)
+        assert [f.id for f in rep.facts("frank", known_at=t2)] == [frank]
+
+        # erasures
+        rep.erase(ids["jazz"], confirm=True)  # in page1: the primary's page 1 has another row now
+        rep.erase(ids["go"], confirm=True)  # after page 1: "all" drops it
+        rep.erase(first_erin, confirm=True)  # skipped by the deep page's OFFSET
+        for k, read in reads.items():
+            s0, s1 = check(k, read)
+            if k in ("all", "page1", "page2", "deep"):
+                assert _dicts(read(only)) != before_pause[k], k
+            if k in ("all", "role", "first"):
+                assert s1["closed"] == s0["closed"] + 1, (k, s0, s1)  # patched, not read again
+                assert s1["primary_again"] == s0["primary_again"], (k, s0, s1)
+            if k == "all":
+                assert s1["erased"] == s0["erased"] + 1, (k, s0, s1)
+            if k in ("page1", "page2", "deep"):
+                assert s1["primary_again"] == s0["primary_again"] + 1, (k, s0, s1)
+        # the store's narrow keys-only read (keyed by fact id and version)
+        s0 = _stats(rep)
+        got_rows = rep.store.query_tuples(narrow)  # type: ignore[attr-defined]
+        assert sorted(got_rows) == sorted(only.store.query_tuples(narrow))  # type: ignore[attr-defined]
+        assert _stats(rep)["replica"] == s0["replica"] + 1 and _stats(rep)["closed"] == s0["closed"] + 1
+        assert {r[0] for r in got_rows}.isdisjoint({ids["jazz"], ids["go"]})
+        # the standby still has all of it: the reads above were patched, not read after a replay
+        assert _sql(standby, f"SELECT count(*) FROM {SCHEMA}.facts WHERE fact_id = '{ids['jazz']}'") == 1
+    finally:
+        _sql(standby, "SELECT pg_wal_replay_resume()")
+    _caught_up(primary, standby)
+    for k, read in reads.items():
+        assert _dicts(read(rep)) == _dicts(read(only)), k
+
+
+def test_the_checks_array_literals_round_trip(pair: Any) -> None:
+    """The check binds its keys as one array literal (cheaper than psycopg's
+    list dumper): fact ids with quotes, backslashes, commas and braces come
+    back from the server as they were."""
+    from chronomem.store.postgres.replica_patch import _array, _quoted
+
+    values = ['a"b', "c\\d", "with,comma", "{braces}", " spaced ", "", "NULL", "plain-0123"]
+    with psycopg.connect(pair[0].url, autocommit=True) as con:
+        got = con.execute("SELECT %s::text::text[], %s::text::bigint[]",
+                          (_array(_quoted(v) for v in values), _array(map(str, [1, -2, 2**62])))).fetchone()
+    assert got == (values, [1, -2, 2**62])
 
 
 def test_stale_reads_run_on_the_standby(pair: Any, mems: Any) -> None:

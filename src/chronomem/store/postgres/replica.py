@@ -14,6 +14,10 @@ replica") gives the reasoning. In short:
   one of those commits, and no later commit adds a version believed at T:
   the versions it finds believed at T are the primary's. Below L, or
   unknown, the read goes to the primary; it never waits for the standby.
+  What later transactions did to those versions (closes, erasures) comes
+  from one check on the primary (:mod:`.replica_patch`), so the answer is
+  the primary's; :meth:`replayed_time` gives that check the latest settled
+  time the standby is known to have replayed.
 * **Stale reads.** Inside :meth:`chronomem.Memory.stale_reads` every read
   outside a transaction may go to the standby, whatever it has replayed.
 * **Never fails because of the standby.** A standby that refuses a
@@ -106,6 +110,12 @@ class Replica:
         # where reads went: the standby, or the primary because the standby
         # was behind, down, had no free connection or erred
         self.counts = {"replica": 0, "behind": 0, "down": 0, "busy": 0, "error": 0}
+        # what the primary's check after a pinned read found (.replica_patch):
+        # reads whose rows took later closes, reads that dropped erased rows,
+        # reads whose check looked every row up by key (an erasure or many
+        # closes since), and reads the primary ran again (an erasure moved a
+        # LIMIT or OFFSET)
+        self.patches = {"closed": 0, "erased": 0, "by_key": 0, "primary_again": 0}
 
     # -- connections --------------------------------------------------------
     def _connect(self) -> Any:
@@ -155,12 +165,21 @@ class Replica:
             if len(self._times) > MAX_MARKERS:
                 del self._times[: MAX_MARKERS // 2], self._lsns[: MAX_MARKERS // 2]
 
-    def marker(self, known_at: int) -> int | None:
-        """The WAL position a standby must have replayed to answer a read as
-        known at ``known_at`` (``None``: not settled here, the primary answers)."""
+    def marker(self, known_at: int) -> tuple[int, int] | None:
+        """The settled time at or after ``known_at`` and the WAL position a
+        standby must have replayed to answer a read as known at ``known_at``
+        (``None``: not settled here, the primary answers)."""
         with self._lock:
             i = bisect.bisect_left(self._times, known_at)
-            return self._lsns[i] if i < len(self._lsns) else None
+            return (self._times[i], self._lsns[i]) if i < len(self._lsns) else None
+
+    def replayed_time(self, at_least: int) -> int:
+        """The latest settled time whose commits the standby is known to have
+        replayed (every write stamped at or before it is there), or
+        ``at_least`` (one the caller knows it has) if that is later."""
+        with self._lock:
+            i = bisect.bisect_right(self._lsns, self._replayed)
+            return max(at_least, self._times[i - 1]) if i else at_least
 
     # -- reads ------------------------------------------------------------------
     def available(self) -> bool:
@@ -247,6 +266,10 @@ class Replica:
         with self._lock:
             self.counts[what] += 1
 
+    def patched(self, what: str) -> None:
+        with self._lock:
+            self.patches[what] += 1
+
     def stats(self) -> dict[str, int]:
         with self._lock:
-            return {**self.counts, "replayed": self._replayed}
+            return {**self.counts, **self.patches, "replayed": self._replayed}

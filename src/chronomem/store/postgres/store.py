@@ -23,8 +23,10 @@ Reads run on pooled autocommit connections (:mod:`.pool`); inside a write
 transaction (same thread) they run on the transaction's connection and see
 its changes, and :meth:`PostgresStore.read` pins one REPEATABLE READ snapshot.
 With ``read_replica=`` (a streaming standby, :mod:`.replica`), a fact read
-"as known at" a settled time the standby has replayed runs there, and so does
-every read outside a transaction inside ``Memory.stale_reads()``.
+"as known at" a settled time the standby has replayed runs there (then one
+check on the primary brings the closes and erasures the standby has not
+replayed yet, :mod:`.replica_patch`), and so does every read outside a
+transaction inside ``Memory.stale_reads()``.
 
 Outages (``docs/postgres.md``, "Outages and timeouts"): a connection-level
 failure is a :class:`~chronomem.errors.StoreUnavailableError`, never a
@@ -66,6 +68,7 @@ from .health import PgHealthMixin
 from .name_reads import PgNameReadsMixin
 from .pool import Deadlines, Pool
 from .replica import SETTLE_SQL, Replica, system_id
+from .replica_patch import patch
 from .setup import _redact, connect, connection_kwargs, connection_lost, import_psycopg, migrate, split_params
 from .setup import split_schema as split_schema  # re-exported: part of this module's API
 from .tx import PgTx
@@ -439,21 +442,54 @@ class PostgresStore(PgNameReadsMixin, RowReadsMixin, PgEpisodeStoreMixin, PgHeal
         replica = self._replica
         if (replica is not None and q.known_at is not None and not q.all_versions
                 and getattr(self._local, "conn", None) is None and not STALE_READS.get()):
-            # as known at a settled time: on the standby once it has replayed that far
-            need = replica.marker(q.known_at)
-            if need is not None:
-                got = replica.fetch(sql, params, need=need, timeout=self.read_timeout)
+            # as known at a settled time: on the standby once it has replayed that far,
+            # then the closes and erasures it has not replayed yet from the primary
+            pin = replica.marker(q.known_at)
+            if pin is not None:
+                got = replica.fetch(sql, params, need=pin[1], timeout=self.read_timeout)
                 if got is not None:
-                    return got
+                    done = self._as_on_primary(q, got, replica.replayed_time(pin[0]))
+                    if done is not None:
+                        return done
         with self._conn() as conn:
             rows: list[tuple[Any, ...]] = conn.execute(sql, params).fetchall()
             return rows
 
+    def _as_on_primary(self, q: FactQuery, rows: list[tuple[Any, ...]],
+                       replayed_time: int) -> list[tuple[Any, ...]] | None:
+        """The standby's ``rows`` for pinned ``q`` patched to the primary's
+        answer (:mod:`.replica_patch`: one round trip by primary key);
+        ``None``: an erasure changed a LIMITed or OFFSET read's rows, the
+        primary runs it."""
+        replica = self._replica
+        assert replica is not None
+
+        def execute(sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+            with self._conn() as conn:
+                got: list[tuple[Any, ...]] = conn.execute(sql, params).fetchall()
+                return got
+
+        done = patch(q, rows, execute, replayed_time)
+        if done is None:
+            replica.patched("primary_again")
+            return None
+        if done.closed:
+            replica.patched("closed")
+        if done.erased:
+            replica.patched("erased")
+        if done.by_key:
+            replica.patched("by_key")
+        return done.rows
+
     def replica_stats(self) -> dict[str, int] | None:
         """Where the reads that could use the read replica went (``replica``,
         or the primary because it was ``behind``, ``down``, ``busy`` or
-        erred: ``error``), and the last replay position it reported
-        (``replayed``, bytes; -1: unknown); ``None`` without a replica."""
+        erred: ``error``); of those the standby answered, how many the
+        primary's check patched (``closed``: later closes; ``erased``:
+        rows dropped), looked up row by row (``by_key``: an erasure or many
+        closes since) or ran again (``primary_again``: an erasure moved a
+        page); and the last replay position it reported (``replayed``,
+        bytes; -1: unknown). ``None`` without a replica."""
         return None if self._replica is None else self._replica.stats()
 
     def _fetch(self, *queries: tuple[str, Sequence[Any]]) -> list[list[tuple[Any, ...]]]:
