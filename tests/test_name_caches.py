@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 import chronomem
+from chronomem import FakeClock
 from chronomem.store.sqlite import store as sqlite_store
 
 
@@ -75,6 +76,21 @@ def test_a_warm_writer_follows_a_cardinality_declared_elsewhere(make_memory: Any
     other.merge("Eve", "Dora")  # "dora" names Eve now
     writer.invalidate("Dora", "status", "away", ended="2021-01-01", literal=True)
     assert [(f.subject, f.valid_to) for f in other.facts("Eve", "status")] == [("Eve", busy.valid_from)]
+
+
+def test_a_write_after_names_moved_is_stamped_at_its_own_clock_time(make_memory: Any) -> None:
+    # the first write makes names, so the next transaction sees the names
+    # version moved and resolves its names again under the lock: the same
+    # groups, so its time stands (a second tick gave clock + 1 us)
+    clock = FakeClock("2025-01-01T00:00:00Z")
+    mem = make_memory(clock=clock)
+    mem.define_predicate("holds", cardinality="one")
+    first = mem.add_fact("Acme", "holds", "A")
+    mem.retract(first.id)
+    at = clock.peek()
+    again = mem.add_fact("Acme", "holds", "A")
+    assert again.system_from == at
+    assert [f.id for f in mem.facts("Acme", "holds", known_at=at)] == [again.id]
 
 
 def test_an_erased_entity_id_is_never_given_to_a_new_entity(make_memory: Any) -> None:

@@ -385,6 +385,12 @@ class PgTx(BaseTx, PgEpisodeTxMixin, TokenTxMixin):
         if self._locked_groups and not self._may_relock:
             raise StoreError("a shared write locks its groups once, before it reads them")
         new = set(groups) - self._locked_groups
+        if self._may_relock and not new:
+            # names read again under the lock gave the groups already locked:
+            # their time and believed rows stand (a second tick would stamp
+            # the write a microsecond after its own first one)
+            self._may_relock = False
+            return True
         self._locked_groups |= new
         keys = sorted({self._lock_key("g", s, p) for s, p in new} - self._held)
         self._take_locks(keys, tick=True, groups=sorted(new))
