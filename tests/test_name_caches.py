@@ -79,14 +79,16 @@ def test_a_warm_writer_follows_a_cardinality_declared_elsewhere(make_memory: Any
 
 
 def test_a_write_after_names_moved_is_stamped_at_its_own_clock_time(make_memory: Any) -> None:
-    # the first write makes names, so the next transaction sees the names
-    # version moved and resolves its names again under the lock: the same
-    # groups, so its time stands (a second tick gave clock + 1 us)
+    # a write after one that moved the names version resolves its names
+    # again under the lock: the same groups, so its time stands (a second
+    # tick gave clock + 1 us)
     clock = FakeClock("2025-01-01T00:00:00Z")
     mem = make_memory(clock=clock)
     mem.define_predicate("holds", cardinality="one")
     first = mem.add_fact("Acme", "holds", "A")
     mem.retract(first.id)
+    with pytest.raises(chronomem.FactNotFoundError):  # rolled back: its own transaction's names version unseen
+        mem.invalidate("Acme", "holds", "A", ended="2000")
     at = clock.peek()
     again = mem.add_fact("Acme", "holds", "A")
     assert again.system_from == at
