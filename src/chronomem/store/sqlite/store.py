@@ -50,6 +50,7 @@ SETTLE_WAIT = 5.0
 
 # name-cache warm-up: after this many cache misses in a process, the names
 # of a namespace (or all display names) are read at once, if at most _WARM_MAX
+# (and at most the caches' bound, chronomem.store.names.MAX_NAMES)
 _WARM_AFTER = 256
 _WARM_MAX = 500_000
 # a store with at most this many entities loads all display names at the
@@ -351,7 +352,8 @@ class SQLiteStore(FactReadsMixin, NameReadsMixin, RowReadsMixin, EpisodeStoreMix
 
     def _warm_limits(self) -> tuple[int, int, int]:
         # read here at each warm-up, so this module's settings take effect
-        return _WARM_AFTER, _WARM_MAX, _WARM_SMALL
+        bound = self._name_cache.max_names
+        return _WARM_AFTER, min(_WARM_MAX, bound), min(_WARM_SMALL, bound)
 
     def last_system_time(self) -> int:
         with self._lock:  # the one connection is shared by this store's threads
