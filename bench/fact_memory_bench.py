@@ -30,6 +30,7 @@ includes tracemalloc's own bookkeeping).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import resource
 import shutil
@@ -113,7 +114,7 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
         else:
             src = items(n)
             while True:
-                chunk = [x for _, x in zip(range(50_000), src)]
+                chunk = list(itertools.islice(src, 50_000))
                 if not chunk:
                     break
                 mem.add_facts(chunk)

@@ -677,6 +677,23 @@ class PgTx(BaseTx, PgEpisodeTxMixin, TokenTxMixin):
             if group is not None:
                 self._loaded[group].pop(rowid, None)
 
+    def delete_rows(self, rowids: Sequence[int]) -> None:
+        # (rare here: add_facts flushes once per batch on PostgreSQL, so only
+        # work after a flush in the same transaction deletes)
+        if not rowids:
+            return
+        self._queued.append(("DELETE FROM facts WHERE rowid = ANY(%s)", (list(rowids),)))
+        for rowid in rowids:
+            group = self._row_group.get(rowid)
+            if group is not None:
+                self._loaded[group].pop(rowid, None)
+
+    def reopen_rows(self, rowids: Sequence[int]) -> None:
+        # (as delete_rows: only after a flush in the same transaction)
+        if rowids:
+            self._queued.append((f"UPDATE facts SET system_to = {MAX_US}, close_kind = NULL, closed_by = NULL "
+                                 "WHERE rowid = ANY(%s)", (list(rowids),)))
+
     def add_sources(self, items: Sequence[tuple[str, str | None, str | None]]) -> None:
         if items:
             self._queued.append((
