@@ -105,6 +105,10 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
         import chronomem  # noqa: PLC0415
 
         _peak_hook(spec, out)
+        if spec.get("flush_rows"):
+            from chronomem.service import facts  # noqa: PLC0415
+
+            facts.FLUSH_ROWS = spec["flush_rows"]
         mem = chronomem.open(db, namespace="default")
         for p in PRED_ONE:
             mem.define_predicate(p, cardinality="one")
@@ -186,7 +190,10 @@ def main() -> None:
     ap.add_argument("--sizes", default="100000", help="comma-separated fact counts")
     ap.add_argument("--phases", default=",".join(PHASES), help="comma-separated, of: " + ", ".join(PHASES))
     ap.add_argument("--trace", default="", help="run this phase under tracemalloc and print its top 20 lines")
+    ap.add_argument("--flush-rows", type=int, default=0,
+                    help="add_facts parts of this many items (chronomem.service.facts.FLUSH_ROWS)")
     ap.add_argument("--keep", default="", help="keep the stores in this directory")
+    ap.add_argument("--json", default="", help="also write the figures to this file (- for stdout)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
@@ -199,6 +206,7 @@ def main() -> None:
     tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="factmem-"))
     tmp.mkdir(parents=True, exist_ok=True)
     print(f"{'phase':<12} {'N':>9} {'peak RSS MB':>12} {'seconds':>9}")
+    results: list[dict[str, Any]] = []
     try:
         for n in [int(s) for s in args.sizes.split(",")]:
             for phase in phases:
@@ -211,8 +219,10 @@ def main() -> None:
                 if phase in ("bulk-one", "bulk-50k", "sqlite-load"):
                     for f in tmp.glob(db.name + "*"):
                         f.unlink()
-                res = run({"phase": phase, "n": n, "db": str(db), "trace": phase == args.trace})
+                res = run({"phase": phase, "n": n, "db": str(db), "trace": phase == args.trace,
+                           "flush_rows": args.flush_rows})
                 print(f"{phase:<12} {n:>9,} {res['rss_mb']:>12.0f} {res['seconds']:>9.1f}", flush=True)
+                results.append({"phase": phase, "n": n, **res})
                 for line in res.get("top", []):
                     print("    " + line)
                 if "traced_peak_mb" in res:
@@ -220,6 +230,12 @@ def main() -> None:
             if not args.keep:
                 for f in tmp.glob(f"one-{n}.db*"):
                     f.unlink()
+        if args.json:
+            text = json.dumps(results, indent=1)
+            if args.json == "-":
+                print(text)
+            else:
+                Path(args.json).write_text(text + "\n", encoding="utf-8")
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
