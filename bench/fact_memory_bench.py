@@ -173,6 +173,8 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
         out["rows"] = rows
         con.close()
     out["seconds"] = time.perf_counter() - t0
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    out["cpu_s"] = ru.ru_utime + ru.ru_stime  # the whole process's (steadier than wall time on a shared machine)
     out["rss_mb"] = rss_mb()
     return out
 
@@ -205,7 +207,7 @@ def main() -> None:
         ap.error(f"unknown phase(s): {', '.join(sorted(unknown))}")
     tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="factmem-"))
     tmp.mkdir(parents=True, exist_ok=True)
-    print(f"{'phase':<12} {'N':>9} {'peak RSS MB':>12} {'seconds':>9}")
+    print(f"{'phase':<12} {'N':>9} {'peak RSS MB':>12} {'seconds':>9} {'CPU s':>7}")
     results: list[dict[str, Any]] = []
     try:
         for n in [int(s) for s in args.sizes.split(",")]:
@@ -221,7 +223,8 @@ def main() -> None:
                         f.unlink()
                 res = run({"phase": phase, "n": n, "db": str(db), "trace": phase == args.trace,
                            "flush_rows": args.flush_rows})
-                print(f"{phase:<12} {n:>9,} {res['rss_mb']:>12.0f} {res['seconds']:>9.1f}", flush=True)
+                print(f"{phase:<12} {n:>9,} {res['rss_mb']:>12.0f} {res['seconds']:>9.1f} {res['cpu_s']:>7.1f}",
+                      flush=True)
                 results.append({"phase": phase, "n": n, **res})
                 for line in res.get("top", []):
                     print("    " + line)
