@@ -17,7 +17,8 @@ from chronomem.store.protocol import Store
 from chronomem.store.sqlite.store import SQLiteStore
 
 EXPECTED = {
-    "sqlite": (SQLiteStore, Capabilities(episodes=True, entity_prefix_search=True, local_path=None)),
+    "sqlite": (SQLiteStore, Capabilities(episodes=True, entity_prefix_search=True, local_path=None,
+                                         flush_in_parts=True)),
     "postgres": (PostgresStore, Capabilities(episodes=True, entity_prefix_search=True, local_path=None,
                                              read_replica=True)),
 }
@@ -63,7 +64,8 @@ def test_capabilities_are_frozen() -> None:
 def test_an_in_memory_sqlite_store_has_no_local_path() -> None:
     store = open_store(":memory:")
     try:
-        assert store.capabilities == Capabilities(episodes=True, entity_prefix_search=True, local_path=None)
+        assert store.capabilities == Capabilities(episodes=True, entity_prefix_search=True, local_path=None,
+                                                  flush_in_parts=True)
     finally:
         store.close()
 

@@ -5,7 +5,9 @@ backend. One :class:`TxWork` lives for one write transaction: it loads the
 believed versions of each (subject, predicate) once, applies every write of the
 transaction in order, and at the end hands the store the versions to close and
 the versions to insert. A version created and replaced inside the same
-transaction is never written (it would have an empty system interval).
+transaction is never written (it would have an empty system interval); one
+already handed to the store by an earlier flush of the same transaction (its
+``system_from`` is the transaction's time) is deleted again (``deletes``).
 
 Rules (``docs/concepts/time.md`` states them for users):
 
@@ -94,6 +96,16 @@ class TxWork:
         self._history = history  # every stored version of a fact, by version (where cut ends are recorded)
         self.groups: dict[tuple[int, int], GroupState] = {}
         self.closes: list[tuple[int, str, str | None]] = []
+        # rowids of versions an earlier flush of this transaction stored and
+        # this work replaced: never believed by anyone, so deleted, not closed
+        self.deletes: list[int] = []
+        # the facts of versions above 1 that earlier flushes of this
+        # transaction stored (a new version names a version above 1 only for
+        # a fact stored before the transaction): :meth:`drop_noops` then looks
+        # there too, lists in ``reopens`` the closed versions it believes
+        # again and deletes (``deletes``) the stored ones that said the same
+        self.flushed_facts: set[str] = set()
+        self.reopens: list[int] = []
         self.new_rows: dict[int, Row] = {}  # id(row) -> row, insertion ordered
         self.closed_fact_ids: set[str] = set()
         self.closed_rows: dict[int, Row] = {}
@@ -104,6 +116,11 @@ class TxWork:
         # id(restored row, not yet stored) -> the stored version it replaced
         # (closed ``restored``): what closes the restored row closes that one
         self._restored: dict[int, Row] = {}
+
+    def _stored(self, r: Row) -> bool:
+        """Whether ``r`` was stored before this transaction (else it is this
+        transaction's: not stored yet, or stored by an earlier flush of it)."""
+        return r.rowid is not None and r.system_from != self.now
 
     def _cite(self, target: Row, source: str | None, episode_id: str | None) -> None:
         if (source or episode_id) and (source, episode_id) != (target.source, target.episode_id):
@@ -126,7 +143,9 @@ class TxWork:
         came from is recorded as closed that way instead of ``restored``: a
         retraction of that fact finds it there."""
         g.remove(r)
-        if r.rowid is None:
+        if r.rowid is not None and r.system_from == self.now:
+            self.deletes.append(r.rowid)  # flushed earlier in this transaction: it never was
+        elif r.rowid is None:
             self.new_rows.pop(id(r), None)
             origin = self._restored.pop(id(r), None)
             folded = kind == CloseKind.COALESCED and by != r.fact_id
@@ -149,8 +168,8 @@ class TxWork:
 
     def successor(self, r: Row) -> Row:
         """A fresh version row of the same fact, to be inserted."""
-        if r.rowid is None:
-            return r.copy()
+        if not self._stored(r):
+            return r.copy(rowid=None)
         return r.copy(version=r.version + 1)
 
     # -- the placement rule ----------------------------------------------
@@ -279,7 +298,7 @@ class TxWork:
             pre = self._pre_cut(p)
             if pre is None:
                 continue
-            traced = p.stated_to is None and p.rowid is not None and p.fact_id == merged.fact_id
+            traced = p.stated_to is None and self._stored(p) and p.fact_id == merged.fact_id
             if pre[0] > best_end or (best is not None and pre[0] == best_end and traced and not best_traced):
                 best, (best_end, best_prec), best_traced = p, pre, traced
         if best is not None:
@@ -293,7 +312,7 @@ class TxWork:
         """The end ``r`` had before the value ``r.invalidated_by`` cut it, if recorded."""
         if r.stated_to is not None and r.stated_to_prec is not None:
             return r.stated_to, r.stated_to_prec
-        if r.rowid is None or self._history is None:
+        if not self._stored(r) or self._history is None:
             return None
         history, by, below = self._history(r.fact_id), r.invalidated_by, r.version
         found: tuple[int, int] | None = None
@@ -323,7 +342,7 @@ class TxWork:
         nxt = self.successor(r)
         superseded = kind == CloseKind.SUPERSEDED
         self.close(g, r, kind, by if superseded else reason)
-        if not superseded or r.rowid is not None:
+        if not superseded or self._stored(r):
             nxt.stated_to = nxt.stated_to_prec = None
         elif nxt.stated_to is None:
             nxt.stated_to, nxt.stated_to_prec = r.valid_to, r.valid_to_prec
@@ -361,19 +380,44 @@ class TxWork:
 
     def drop_noops(self) -> None:
         """Forget a close + insert pair that leaves a fact exactly as it was
-        (e.g. a value restored and cut again at the same instant)."""
-        if not self.closes or not self.new_rows:
-            return
+        (e.g. a value restored and cut again at the same instant). Called once,
+        at the transaction's last flush: after earlier flushes of it (see
+        ``flushed_facts``) either half may be stored already; the closed
+        version is then believed again (``reopens``) and the stored new one
+        deleted (``deletes``)."""
+        news: list[tuple[int | None, Row]] = list(self.new_rows.items())
         by_fact: dict[str, list[Row]] = {}
         for r in self.closed_rows.values():
             by_fact.setdefault(r.fact_id, []).append(r)
         keep_closes = {rowid for rowid, _k, _b in self.closes}
         restored = {rowid for rowid, k, _b in self.closes if k == CloseKind.RESTORED.value}
-        for key, new in list(self.new_rows.items()):
+        if self.flushed_facts and self._history is not None:
+            deleted = set(self.deletes)
+            for fid in sorted(self.flushed_facts):
+                for v in self._history(fid):
+                    if v.rowid is None or v.rowid in self.closed_rows or v.rowid in deleted:
+                        continue
+                    if v.system_to == self.now:  # closed by an earlier flush
+                        by_fact.setdefault(fid, []).append(v)
+                        keep_closes.add(v.rowid)
+                        if v.close_kind == CloseKind.RESTORED:
+                            restored.add(v.rowid)
+                    elif v.system_from == self.now and v.system_to == MAX_US:  # stored by one, believed
+                        news.append((None, v))
+        if not news or not keep_closes:
+            return
+        for key, new in news:
             for old in by_fact.get(new.fact_id, ()):
                 if old.rowid in keep_closes and (same_content(old, new) or (
                         old.rowid in restored and _same_restored(old, new))):
                     keep_closes.discard(old.rowid)
+                    if old.rowid not in self.closed_rows:  # closed by an earlier flush
+                        assert old.rowid is not None
+                        self.reopens.append(old.rowid)
+                    if key is None:  # (the last flush: the working set is done with)
+                        assert new.rowid is not None
+                        self.deletes.append(new.rowid)
+                        break
                     del self.new_rows[key]
                     g = self.groups.get((new.subject_id, new.predicate_id))
                     if g is not None:

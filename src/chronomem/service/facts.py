@@ -31,6 +31,12 @@ __all__ = ["FactWrites"]
 
 log = logging.getLogger("chronomem")
 
+# add_facts hands its work to the store every this many items (where the store
+# can take it in parts: Capabilities.flush_in_parts), still in one transaction:
+# the engine's working set (~1 KB per item) then never holds more than this
+# many items' versions (docs/limits.md)
+FLUSH_ROWS = 50_000
+
 _CORRECTABLE = frozenset(
     {"subject", "predicate", "object", "valid_from", "valid_to", "confidence", "source", "episode_id",
      "properties", "literal"}
@@ -122,11 +128,20 @@ class FactWrites:
         if not hasattr(items, "__iter__") or isinstance(items, (str, bytes, Mapping)):
             raise InvalidInputError(f"add_facts() needs a list of facts, not {type(items).__name__}")
         ids: list[str] = []
+        # fact ids folded into another by coalescing, over every part flushed so far
+        redirects: dict[str, str] = {}
         # a batch keeps every new row alive until it commits: no full-heap GC passes meanwhile
         with paused_gc(), writing(self._scope) as uow:
             work = uow.work
             builder = uow.builder
+            step = FLUSH_ROWS if uow.tx.capabilities.flush_in_parts else 0
             for index, item in enumerate(items):
+                if step and index and index % step == 0:
+                    # the items so far go to the store (same transaction): a later
+                    # item replacing one of their versions deletes it again
+                    redirects.update(work.redirects)
+                    uow.flush(last=False)
+                    work = uow.work
                 if index == MAX_BATCH:
                     raise LimitExceededError("add_facts() items", MAX_BATCH, None, unit="items")
                 try:
@@ -145,8 +160,10 @@ class FactWrites:
                     raise
                 result, _status = work.place(cand, single=single)
                 ids.append(result.fact_id)
-        if work.redirects:
+        redirects.update(work.redirects)
+        if redirects:
             # an item's fact may have been folded into another by a later item
+            work.redirects = redirects
             ids = [work.final_id(i) for i in ids]
         return ids
 

@@ -32,7 +32,8 @@ __all__ = ["UnitOfWork", "writing"]
 class UnitOfWork:
     """The work of one write transaction ``tx`` in ``scope``'s namespace."""
 
-    __slots__ = ("scope", "tx", "_work", "_builder", "written", "recorded_by")
+    __slots__ = ("scope", "tx", "_work", "_builder", "written", "recorded_by", "_flushed_subjects",
+                 "_flushed_facts")
 
     def __init__(self, scope: Scope, tx: WriteTx) -> None:
         self.scope = scope
@@ -46,6 +47,11 @@ class UnitOfWork:
         # the facts this transaction wrote versions of: what a caller must read
         # back when the commit's outcome is unknown (WriteOutcomeUnknownError)
         self.written: list[str] = []
+        # subjects of the versions flushed so far while the transaction goes on
+        # (add_facts in parts): a new entity's group may hold rows since
+        self._flushed_subjects: set[int] = set()
+        # facts of the versions above 1 flushed so far (TxWork.flushed_facts)
+        self._flushed_facts: set[str] = set()
 
     @property
     def work(self) -> TxWork:
@@ -53,13 +59,15 @@ class UnitOfWork:
         if self._work is None:
             tx = self.tx
             fresh = tx.is_new_entity
+            flushed = self._flushed_subjects
 
             def load(subject_id: int, predicate_id: int) -> list[Row]:
-                if fresh(subject_id):
+                if fresh(subject_id) and subject_id not in flushed:
                     return []
                 return tx.believed_rows(subject_id, predicate_id)
 
             self._work = TxWork(tx.now, load, tx.rows_of_fact)
+            self._work.flushed_facts = self._flushed_facts
         return self._work
 
     @property
@@ -82,15 +90,23 @@ class UnitOfWork:
         """The id of the entity ``name`` names, created if missing."""
         return self.builder.entity(name, "entity")
 
-    def flush(self) -> None:
+    def flush(self, *, last: bool = True) -> None:
         """Hand the engine's result to the store: close, insert, add sources.
         Flushing twice writes nothing twice: work begun after a flush (read
-        through :attr:`work` again) starts from what the flush wrote."""
+        through :attr:`work` again) starts from what the flush wrote.
+        ``last=False``: more work of this transaction follows (``add_facts``
+        in parts), so a close + insert pair that changes nothing is looked for
+        only at the last flush (:meth:`TxWork.drop_noops`), over all of them."""
         work = self._work
         if work is None:
             return
-        work.drop_noops()
+        if last:
+            work.drop_noops()
         tx = self.tx
+        if work.deletes:
+            tx.delete_rows(work.deletes)
+        if work.reopens:
+            tx.reopen_rows(work.reopens)
         if work.closes:
             tx.close_rows(work.closes)
         rows = work.result_rows()
@@ -100,6 +116,9 @@ class UnitOfWork:
                 r.recorded_by = by
             tx.insert_rows(rows)
             self.written.extend(r.fact_id for r in rows)
+            self._flushed_subjects.update(r.subject_id for r in rows)
+            if not last:
+                self._flushed_facts.update(r.fact_id for r in rows if r.version > 1)
         if work.sources:
             tx.add_sources(work.sources)
         self._work = None  # more work in this transaction starts from what is now written

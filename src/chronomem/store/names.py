@@ -1,13 +1,35 @@
-"""A store's in-process name caches (:class:`NameCache`)."""
+"""A store's in-process name caches (:class:`NameCache`), bounded.
+
+A process that touches many entities (a 1M-fact store has ~100k) would
+otherwise keep every name key and display name it ever read or wrote. Each
+of the two entity maps holds at most :data:`MAX_NAMES` entries (docs/limits.md):
+
+* name keys (``(ns_id, key)`` -> entity id) are least-recently-used: a hit
+  moves the key to the end, and past the bound the oldest quarter goes;
+* display names (entity id -> name) are read without a lock, so a hit does not
+  reorder them: past the bound a copy without the oldest-loaded quarter is
+  published (a reader holding the old dict still finds what it asked for).
+
+A miss falls back to the store, never to a wrong answer: nothing may treat
+the cache as complete (PostgreSQL's bulk mode keeps its own per-transaction
+map, see ``PgTx.entity_id``). Predicates are few (one per relation name) and
+stay unbounded.
+"""
 
 from __future__ import annotations
 
+from itertools import islice
 from types import MappingProxyType
 from typing import Iterable, Mapping
 
 from .protocol import PredicateRecord
 
-__all__ = ["NameCache"]
+__all__ = ["MAX_NAMES", "NameCache"]
+
+# entries of each entity map (name keys, display names): ~150-200 bytes each
+# in CPython, so at most ~35 MB for both; a store of at most this many entities
+# fits whole (a 1M-fact store of the benchmark workload has 100k)
+MAX_NAMES = 100_000
 
 
 class NameCache:
@@ -25,14 +47,17 @@ class NameCache:
     place: :meth:`forget_entity` publishes a copy without the name.
     """
 
-    __slots__ = ("names", "entity_keys", "_keys", "_predicates", "_by_id", "_cardinalities")
+    __slots__ = ("names", "entity_keys", "max_names", "_keys", "_predicates", "_by_id", "_cardinalities")
 
-    def __init__(self) -> None:
+    def __init__(self, max_names: int | None = None) -> None:
+        self.max_names = MAX_NAMES if max_names is None else max_names
+        """The bound of each entity map (read from :data:`MAX_NAMES` when made)."""
         self.names: dict[int, str] = {}
         """Entity id -> display name. A plain dict the store fills and
-        ``Store.entity_names`` returns as is (the read path); never dropped
-        (a name never changes, an id is never reused) but for an erased entity,
-        whose name goes by replacing the dict (look it up here, never keep it)."""
+        ``Store.entity_names`` returns as is (the read path); a name never
+        changes and an id is never reused, so an entry is only dropped by
+        replacing the dict: for an erased entity, or past the bound
+        (:meth:`trim_names`). Look it up here, never keep it."""
         self._keys: dict[tuple[int, str], int] = {}
         self.entity_keys: Mapping[tuple[int, str], int] = MappingProxyType(self._keys)
         """``(ns_id, name key)`` -> entity id, read-only."""
@@ -50,19 +75,51 @@ class NameCache:
 
     # -- entities ---------------------------------------------------------
     def entity_id(self, ns_id: int, key: str) -> int | None:
-        return self._keys.get((ns_id, key))
+        keys = self._keys
+        k = (ns_id, key)
+        eid = keys.pop(k, None)
+        if eid is not None:
+            keys[k] = eid  # most recently used: to the end
+        return eid
 
     def add_entity(self, ns_id: int, key: str, name: str, entity_id: int) -> None:
         """An entity created or read: its name key and display name."""
-        self.names[entity_id] = name
-        self._keys[(ns_id, key)] = entity_id
+        names = self.names
+        names[entity_id] = name
+        if len(names) > self.max_names:
+            self.trim_names()
+        self.add_entity_key(ns_id, key, entity_id)
 
     def add_entity_key(self, ns_id: int, key: str, entity_id: int) -> None:
-        self._keys[(ns_id, key)] = entity_id
+        keys = self._keys
+        keys[(ns_id, key)] = entity_id
+        if len(keys) > self.max_names:
+            self._trim_keys()
 
     def add_entity_keys(self, ns_id: int, keys: Iterable[tuple[str, int]]) -> None:
-        """``(key, entity_id)`` pairs of one namespace."""
-        self._keys.update(((ns_id, k), eid) for k, eid in keys)
+        """``(key, entity_id)`` pairs of one namespace (past the bound, the
+        first ones go again)."""
+        cache = self._keys
+        bound = self.max_names
+        for k, eid in keys:
+            cache[(ns_id, k)] = eid
+            if len(cache) > bound:
+                self._trim_keys()
+
+    def _trim_keys(self) -> None:
+        """Drop the least recently used quarter of the name keys."""
+        keys = self._keys
+        for k in list(islice(keys, max(1, len(keys) - self.max_names * 3 // 4))):
+            keys.pop(k, None)
+
+    def trim_names(self) -> None:
+        """If past the bound, publish a copy of the display names without the
+        oldest-loaded quarter (readers may hold the current dict: it is not
+        changed in place)."""
+        names = self.names
+        over = len(names) - self.max_names * 3 // 4
+        if len(names) > self.max_names and over > 0:
+            self.names = dict(islice(names.items(), over, None))
 
     def forget_entity(self, entity_id: int) -> None:
         """An erased entity's display name (its keys go with :meth:`drop_keys`).

@@ -212,6 +212,11 @@ class Capabilities:
     # it can be opened with ``read_replica=`` (a streaming standby that
     # answers the reads allowed there: ``docs/postgres.md``, "Read replica")
     read_replica: bool = False
+    # ``add_facts`` may hand its transaction's work to the store in parts
+    # (chronomem.service.facts.FLUSH_ROWS), so a huge batch's memory stays flat;
+    # PostgreSQL's bulk mode (prefetched groups, pending entities, the single
+    # flags) counts on one flush per batch
+    flush_in_parts: bool = False
 
 
 #: Whether the reads of the current thread or task accept a stale answer
@@ -281,6 +286,12 @@ class WriteTx(Protocol):
     def believed_rows_touching_entity(self, entity_id: int) -> list[Row]: ...
     def insert_rows(self, rows: Sequence[Row]) -> None: ...
     def close_rows(self, closes: Sequence[tuple[int, str, str | None]]) -> None: ...
+    # versions this transaction stored at an earlier flush and replaced since
+    # (``TxWork.deletes``): no one ever believed them, so they go, not close
+    def delete_rows(self, rowids: Sequence[int]) -> None: ...
+    # versions an earlier flush of this transaction closed, believed again
+    # (``TxWork.reopens``: the versions that replaced them said the same)
+    def reopen_rows(self, rowids: Sequence[int]) -> None: ...
     def add_sources(self, items: Sequence[tuple[str, str | None, str | None]]) -> None: ...
     # raw restore (JSONL import): rows keep their original system times
     def insert_entity(self, ns_id: int, key: str, name: str, type: str | None, properties: str | None,

@@ -80,7 +80,10 @@ class PgNameReadsMixin:
     def entity_names(self, ids: Iterable[int]) -> dict[int, str]:
         """Display names of entity ids (cached: a name never changes and ids
         are never reused). The returned mapping covers at least ``ids``."""
-        return self._cached_names(self._name_cache.names, "SELECT id, name FROM entities WHERE id = ANY(%s)", ids)
+        cache = self._name_cache
+        names = self._cached_names(cache.names, "SELECT id, name FROM entities WHERE id = ANY(%s)", ids)
+        cache.trim_names()  # past the bound: a smaller copy from now on (``names`` still covers ``ids``)
+        return names
 
     def predicate_names(self, ids: Iterable[int]) -> dict[int, str]:
         """Display names of predicate ids (cached: a name never changes)."""

@@ -213,10 +213,13 @@ class PgTx(BaseTx, PgEpisodeTxMixin, TokenTxMixin):
         self.shared = shared
         self._locked_groups: set[tuple[int, int]] = set()
         self._held: set[int] = set()
-        # bulk mode (see entity_id): namespaces whose every name key is in the
-        # entity cache, and entities created but not yet sent to the server
+        # bulk mode (see entity_id): namespaces whose every name key this
+        # transaction holds in _bulk_keys (its own map: the store's cache is
+        # bounded, so never complete), and entities created but not yet sent
+        # to the server
         self._misses: dict[int, int] = {}
         self._complete: set[int] = set()
+        self._bulk_keys: dict[tuple[int, str], int] = {}
         self._pending: list[tuple[int, int, str, str, str | None, str | None, int]] = []
         # statements whose results nobody reads (closes, small inserts,
         # sources): sent in one pipelined batch with the next statement that
@@ -335,6 +338,7 @@ class PgTx(BaseTx, PgEpisodeTxMixin, TokenTxMixin):
 
     def _names_changed(self) -> None:
         self._complete.clear()
+        self._bulk_keys.clear()
         self._misses.clear()
         self.store._clear_caches()
         if not self._names_bumped:
@@ -437,9 +441,11 @@ class PgTx(BaseTx, PgEpisodeTxMixin, TokenTxMixin):
 
     # -- entities -------------------------------------------------------
     def entity_id(self, ns_id: int, key: str) -> int | None:
+        if ns_id in self._complete:
+            return self._bulk_keys.get((ns_id, key))
         cache = self.names
         got = cache.entity_id(ns_id, key)
-        if got is not None or ns_id in self._complete:
+        if got is not None:
             return got
         row = self.conn.execute(
             "SELECT entity_id FROM entity_keys WHERE ns_id = %s AND key = %s", (ns_id, key)
@@ -450,10 +456,12 @@ class PgTx(BaseTx, PgEpisodeTxMixin, TokenTxMixin):
             # namespace's keys answers every later lookup without a round trip.
             misses = self._misses[ns_id] = self._misses.get(ns_id, 0) + 1
             if misses == _BULK_MISSES and not self.shared:
-                cache.add_entity_keys(ns_id, (
-                    (k, int(eid)) for k, eid in self.conn.execute(
+                # this transaction's map, dropped with it (the store's cache
+                # is bounded: it may hold any part of them)
+                self._bulk_keys.update(
+                    ((ns_id, k), int(eid)) for k, eid in self.conn.execute(
                         "SELECT key, entity_id FROM entity_keys WHERE ns_id = %s", (ns_id,))
-                ))
+                )
                 self._complete.add(ns_id)
             return None
         cache.add_entity_key(ns_id, key, int(row[0]))
@@ -498,6 +506,8 @@ class PgTx(BaseTx, PgEpisodeTxMixin, TokenTxMixin):
             ).fetchone()
             assert row is not None
             eid = int(row[0])
+        if ns_id in self._complete:
+            self._bulk_keys[(ns_id, key)] = eid
         return self._entity_created(ns_id, key, name, eid)
 
     def move_entity_keys(self, from_id: int, to_id: int) -> list[str]:
@@ -672,6 +682,23 @@ class PgTx(BaseTx, PgEpisodeTxMixin, TokenTxMixin):
             group = self._row_group.get(rowid)
             if group is not None:
                 self._loaded[group].pop(rowid, None)
+
+    def delete_rows(self, rowids: Sequence[int]) -> None:
+        # (rare here: add_facts flushes once per batch on PostgreSQL, so only
+        # work after a flush in the same transaction deletes)
+        if not rowids:
+            return
+        self._queued.append(("DELETE FROM facts WHERE rowid = ANY(%s)", (list(rowids),)))
+        for rowid in rowids:
+            group = self._row_group.get(rowid)
+            if group is not None:
+                self._loaded[group].pop(rowid, None)
+
+    def reopen_rows(self, rowids: Sequence[int]) -> None:
+        # (as delete_rows: only after a flush in the same transaction)
+        if rowids:
+            self._queued.append((f"UPDATE facts SET system_to = {MAX_US}, close_kind = NULL, closed_by = NULL "
+                                 "WHERE rowid = ANY(%s)", (list(rowids),)))
 
     def add_sources(self, items: Sequence[tuple[str, str | None, str | None]]) -> None:
         if items:

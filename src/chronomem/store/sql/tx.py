@@ -61,6 +61,10 @@ class TxSQL:
         self.touching_entity = (
             f"{facts} subject_id = {ph} AND {believed} UNION {facts} object_id = {ph} AND {believed} ORDER BY 1"
         )
+        # only a version of this very transaction (TxWork.deletes)
+        self.delete_fact = f"DELETE FROM facts WHERE rowid = {ph}"
+        self.reopen_fact = (f"UPDATE facts SET system_to = {MAX_US}, close_kind = NULL, closed_by = NULL "
+                            f"WHERE rowid = {ph}")
         self.insert_fact = f"INSERT INTO facts ({', '.join(INSERT_COLS)}) VALUES {values(len(INSERT_COLS))}"
         self.sources_head = "INSERT INTO fact_sources (fact_id, source, episode_id, recorded_at) VALUES "
         self.source_values = values(4)
@@ -187,6 +191,12 @@ class BaseTx(ABC):
 
     def is_new_entity(self, entity_id: int) -> bool:
         return entity_id in self._new_entities
+
+    def delete_rows(self, rowids: Sequence[int]) -> None:
+        self._executemany(self.sql.delete_fact, [(rowid,) for rowid in rowids])
+
+    def reopen_rows(self, rowids: Sequence[int]) -> None:
+        self._executemany(self.sql.reopen_fact, [(rowid,) for rowid in rowids])
 
     def update_entity(self, entity_id: int, type: str | None, properties: str | None) -> None:
         self._execute(self.sql.update_entity, (type, properties, entity_id))

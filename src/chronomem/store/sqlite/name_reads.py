@@ -154,6 +154,9 @@ class NameReadsMixin(ABC):
                         "SELECT id, name FROM entities WHERE " + _in("id", chunk), chunk
                     ):
                         names[eid] = name
+                # past the bound the cache moves on to a smaller copy; ``names``,
+                # returned, still covers ``ids``
+                self._name_cache.trim_names()
         return names
 
     def predicate_names(self, ids: Iterable[int]) -> dict[int, str]:

@@ -50,8 +50,16 @@ SETTLE_WAIT = 5.0
 
 # name-cache warm-up: after this many cache misses in a process, the names
 # of a namespace (or all display names) are read at once, if at most _WARM_MAX
+# (and at most the caches' bound, chronomem.store.names.MAX_NAMES)
 _WARM_AFTER = 256
 _WARM_MAX = 500_000
+# SQLite's page cache per connection (KiB) and memory-mapped I/O (bytes).
+# Mapped pages of the file count in the process's RSS as a read touches them
+# (1,000 subject reads of a 1M-fact store: +225 MB with a 1 GB map), without
+# making reads faster than this cache over the OS's own file cache
+# (docs/limits.md, "Memory")
+_CACHE_KIB = 16_384
+_MMAP_BYTES = 0
 # a store with at most this many entities loads all display names at the
 # first miss (a few milliseconds; spares the next reads a lookup each)
 _WARM_SMALL = 20_000
@@ -114,7 +122,7 @@ class SQLiteStore(FactReadsMixin, NameReadsMixin, RowReadsMixin, EpisodeStoreMix
         self._clock: Clock = clock or SystemClock()
         # episodes and prefix search; a file store names its file (an in-memory one has none)
         self.capabilities = Capabilities(episodes=True, entity_prefix_search=True,
-                                         local_path=None if path == ":memory:" else path)
+                                         local_path=None if path == ":memory:" else path, flush_in_parts=True)
         self._lock = threading.RLock()
         if path != ":memory:":
             parent = Path(path).expanduser().resolve().parent
@@ -189,8 +197,8 @@ class SQLiteStore(FactReadsMixin, NameReadsMixin, RowReadsMixin, EpisodeStoreMix
                 con.execute("PRAGMA wal_autocheckpoint = 0")  # the checkpointer thread does it
             con.execute(f"PRAGMA synchronous = {'FULL' if self.durability == 'full' else 'NORMAL'}")
             con.execute("PRAGMA foreign_keys = OFF")
-            con.execute("PRAGMA cache_size = -65536")
-            con.execute("PRAGMA mmap_size = 1073741824")
+            con.execute(f"PRAGMA cache_size = -{_CACHE_KIB}")
+            con.execute(f"PRAGMA mmap_size = {_MMAP_BYTES}")
             con.execute("PRAGMA temp_store = MEMORY")
             con.execute("PRAGMA secure_delete = ON")  # deleted content is zeroed in the file (erasure)
         except sqlite3.DatabaseError as exc:
@@ -351,7 +359,8 @@ class SQLiteStore(FactReadsMixin, NameReadsMixin, RowReadsMixin, EpisodeStoreMix
 
     def _warm_limits(self) -> tuple[int, int, int]:
         # read here at each warm-up, so this module's settings take effect
-        return _WARM_AFTER, _WARM_MAX, _WARM_SMALL
+        bound = self._name_cache.max_names
+        return _WARM_AFTER, min(_WARM_MAX, bound), min(_WARM_SMALL, bound)
 
     def last_system_time(self) -> int:
         with self._lock:  # the one connection is shared by this store's threads
