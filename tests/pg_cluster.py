@@ -20,7 +20,19 @@ from typing import Iterator
 import psycopg
 import pytest
 
-__all__ = ["Cluster", "bindir", "replica_pair", "throwaway"]
+__all__ = ["SMALL_SETTINGS", "Cluster", "bindir", "replica_pair", "throwaway"]
+
+#: a small, fast cluster for tests that restart, crash or replicate it (no
+#: fsync: what they check is the client's side, not the disk's)
+SMALL_SETTINGS = """
+listen_addresses = '127.0.0.1'
+port = {port}
+unix_socket_directories = '{root}'
+max_connections = 30
+shared_buffers = 16MB
+fsync = off
+autovacuum = off
+"""
 
 
 def bindir() -> Path | None:

@@ -29,22 +29,12 @@ from chronomem.store.postgres.pool import Pool
 from chronomem.store.postgres.store import PostgresStore
 from chronomem.store.postgres.tx import PgTx
 from conftest import pg_schema_url
-from pg_cluster import Cluster, throwaway
-
-_SETTINGS = """
-listen_addresses = '127.0.0.1'
-port = {port}
-unix_socket_directories = '{root}'
-max_connections = 30
-shared_buffers = 16MB
-fsync = off
-autovacuum = off
-"""
+from pg_cluster import SMALL_SETTINGS, Cluster, throwaway
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
-    yield from throwaway(_SETTINGS, "the outage tests cannot run a server of their own")
+    yield from throwaway(SMALL_SETTINGS, "the outage tests cannot run a server of their own")
 
 
 def _fill_pool(mem: chronomem.Memory, n: int = 4) -> None:

@@ -25,24 +25,14 @@ from chronomem.core.time import MAX_US, to_us  # noqa: E402
 from chronomem.errors import InvalidInputError  # noqa: E402
 from chronomem.service.reads import DEEP_OFFSET  # noqa: E402
 from chronomem.store.protocol import FactQuery  # noqa: E402
-from pg_cluster import Cluster, replica_pair  # noqa: E402
-
-_SETTINGS = """
-listen_addresses = '127.0.0.1'
-port = {port}
-unix_socket_directories = '{root}'
-max_connections = 30
-shared_buffers = 16MB
-fsync = off
-autovacuum = off
-"""
+from pg_cluster import SMALL_SETTINGS, Cluster, replica_pair  # noqa: E402
 
 SCHEMA = "replica_t"
 
 
 @pytest.fixture(scope="module")
 def pair() -> Iterator[tuple[Cluster, Cluster]]:
-    yield from replica_pair(_SETTINGS, "the read-replica tests cannot run a primary and standby of their own")
+    yield from replica_pair(SMALL_SETTINGS, "the read-replica tests cannot run a primary and standby of their own")
 
 
 def _url(c: Cluster) -> str:
