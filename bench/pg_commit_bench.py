@@ -4,7 +4,7 @@
 Run:  .venv/bin/python bench/pg_commit_bench.py [--pg postgresql://postgres@127.0.0.1:5432/test]
                                                 [--calls 500] [--writers 4] [--rounds 7] [--block 60]
 
-The variants replace ``CommitPlan.statements`` (``store/postgres_tx.py``):
+The variants replace ``CommitPlan.statements`` (``store/postgres/tx.py``):
 
 * ``old``: commit asynchronously, release the lock, then an empty
   synchronous transaction -- which flushes nothing (a transaction that writes
@@ -41,7 +41,7 @@ from typing import Any, Callable
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 import chronomem  # noqa: E402
-from chronomem.store import postgres_tx  # noqa: E402
+from chronomem.store.postgres import tx as postgres_tx  # noqa: E402
 
 DEFAULT_PG = os.environ.get("CHRONOMEM_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 _REAL = postgres_tx.CommitPlan.statements
@@ -49,7 +49,8 @@ Statements = Callable[[Any, str], list[tuple[str, Any]]]
 
 
 def _old(plan: Any, end: str) -> list[tuple[str, Any]]:
-    return [("COMMIT", ()), (end, ()), ("BEGIN", ()), ("SELECT pg_current_xact_id()", ()), ("COMMIT", ())]
+    return [("COMMIT", ()), (f"SELECT {end}", ()), ("BEGIN", ()), ("SELECT pg_current_xact_id()", ()),
+            ("COMMIT", ())]
 
 
 VARIANTS: dict[str, Statements] = {
