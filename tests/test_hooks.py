@@ -459,6 +459,41 @@ def test_a_running_server_answers_with_the_hybrid_recall(tmp_path: Path, env: di
     assert not server_link.discovery_path(str(db), "default").exists()
 
 
+def test_a_server_with_tokens_answers_the_hook_that_has_its_agent_token(tmp_path: Path, env: dict[str, str]) -> None:
+    import urllib.request
+
+    from chronomem.adapters.hooks import server_link
+
+    db = tmp_path / "memory.db"
+    mem = chronomem.open(str(db), namespace="team", embedder="minilm")
+    try:
+        mem.add_episodes([{"text": "The cat sat on the mat all afternoon.", "session": "earlier"}])
+        token = mem.tokens.create("agent-7", "team", "read").token
+    finally:
+        mem.close()
+    ask = prompt("kitten resting on a rug")  # only the server's dense side finds it
+    env = {**env, "CHRONOMEM_NAMESPACE": "team"}
+    proc = subprocess.Popen([CLI, "--db", str(db), "--namespace", "team", "serve", "--port", "0", "--no-mcp",
+                             "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**env, "CHRONOMEM_EMBEDDER": "auto"}, text=True)
+    try:
+        assert proc.stdout is not None
+        url = json.loads(proc.stdout.readline())["url"]
+        assert wait_for(lambda: server_link.find(str(db), "team"), 30) == url
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        warm = urllib.request.Request(f"{url}api/recall?q=warm+up", headers={"Authorization": f"Bearer {token}"})
+        with opener.open(warm, timeout=60) as response:  # the model loads once
+            assert "items" in json.loads(response.read())
+        without = hook(db, ask, env)  # refused by the server (no token): the lexical recall finds nothing
+        assert without.returncode == 0 and without.stdout == b""
+        done = hook(db, ask, {**env, server_link.AGENT_TOKEN_ENV: token})
+        assert done.returncode == 0 and done.stderr == b""
+        assert "The cat sat on the mat" in json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
+
+
 def test_a_dead_servers_file_is_dropped(store: Path, env: dict[str, str]) -> None:
     from chronomem.adapters.hooks import server_link
 

@@ -136,7 +136,8 @@ def _recall(db: str, namespace: str, timezone: str, hook: HookInput, budget_char
     if url is not None:
         # leave time for the local recall if the server fails us
         wait = min(_SERVER_TIMEOUT, deadline.remaining() / 2) if deadline is not None else _SERVER_TIMEOUT
-        answer = server_link.recall(url, question, budget_tokens, wait)
+        answer = server_link.recall(url, question, budget_tokens, wait, namespace=namespace,
+                                    token=os.environ.get(server_link.AGENT_TOKEN_ENV))
         if answer is not None:
             log.debug("recall answered by %s", url)
             return context_text(answer, hook.session_id, budget_chars)

@@ -10,7 +10,9 @@ loopback address writes ``servers/<key>.json`` in the state folder
 :func:`find` reads it (one ``open``, no network probe) and drops it when its
 process is gone; :func:`recall` asks ``GET /api/recall``. Any failure there
 (refused, slow, an older server without the route) returns ``None`` and the
-hook recalls locally.
+hook recalls locally. A server whose store has tokens answers a hook that
+has one of its own in ``$CHRONOMEM_AGENT_TOKEN`` (the variable
+``docs/team.md`` gives each agent), sent with the hook's namespace.
 """
 
 from __future__ import annotations
@@ -27,7 +29,10 @@ from typing import Any, Iterator
 from .runlog import state_dir
 from .target import db_key
 
-__all__ = ["announce", "discovery_path", "find", "recall"]
+__all__ = ["AGENT_TOKEN_ENV", "announce", "discovery_path", "find", "recall"]
+
+#: where a hook finds its agent's token for a server whose store has tokens
+AGENT_TOKEN_ENV = "CHRONOMEM_AGENT_TOKEN"
 
 log = logging.getLogger("chronomem.hooks")
 
@@ -89,14 +94,22 @@ def find(db: str, namespace: str) -> str | None:
     return url
 
 
-def recall(url: str, question: str, budget_tokens: int, timeout: float) -> dict[str, Any] | None:
-    """``Recall.to_dict()`` from the server, or ``None`` if it did not answer."""
+def recall(url: str, question: str, budget_tokens: int, timeout: float, *, namespace: str | None = None,
+           token: str | None = None) -> dict[str, Any] | None:
+    """``Recall.to_dict()`` from the server, or ``None`` if it did not answer.
+    ``namespace`` goes as ``X-Chronomem-Namespace`` (a server serves every
+    namespace its tokens name), ``token`` as the bearer token."""
     import urllib.error
     import urllib.parse
     import urllib.request
 
     query = urllib.parse.urlencode({"q": question, "budget_tokens": budget_tokens})
-    request = urllib.request.Request(f"{url.rstrip('/')}/api/recall?{query}", headers={"Accept": "application/json"})
+    headers = {"Accept": "application/json"}
+    if namespace is not None:
+        headers["X-Chronomem-Namespace"] = namespace
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(f"{url.rstrip('/')}/api/recall?{query}", headers=headers)
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never through a proxy
     try:
         with opener.open(request, timeout=timeout) as response:
