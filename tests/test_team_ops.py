@@ -176,6 +176,17 @@ def test_access_log_names_the_token_of_a_refused_request(mem: Memory, caplog: py
     assert mem.view("team-a").facts() == []
 
 
+def test_access_log_names_the_namespace_the_request_was_served_from(mem: Memory,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    both = {"Authorization": f"Bearer {mem.tokens.create('olga', ['team-a', 'team-b'], 'read').token}"}
+    caplog.set_level(logging.INFO, logger=ACCESS_LOGGER)
+    c = Client(build_app(mem))
+    assert c.get("/ns/team-b/api/facts", headers=both).status_code == 200
+    assert c.get("/api/facts", headers={**both, "X-Chronomem-Namespace": "team-a"}).status_code == 200
+    lines = [rec.getMessage() for rec in caplog.records if rec.name == ACCESS_LOGGER]
+    assert [line.split(" ns=")[1].split(" ")[0] for line in lines] == ["team-b", "team-a"], lines
+
+
 def test_access_log_rejects_an_unknown_format(mem: Memory) -> None:
     with pytest.raises(InvalidInputError, match="log format"):
         AccessLog(build_app(mem), namespace="x", fmt="xml")

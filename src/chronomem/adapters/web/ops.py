@@ -40,14 +40,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ...errors import ChronomemError, InvalidInputError, RateLimitedError, StoreUnavailableError
 from ...memory import Memory
+from .auth import NAMESPACE, PRINCIPAL
 from .errors import REQUEST_ID, SafeJSONResponse, error_response
 
 __all__ = ["ACCESS_LOGGER", "Ops", "DEFAULT_BUCKETS", "GRACEFUL_SHUTDOWN_S", "HEALTH_PATHS", "PRINCIPAL",
            "READY_TIMEOUT_S", "AccessLog", "Health", "RateLimit", "RateLimiter", "configure_access_log",
            "parse_rate", "principal_name", "thread_limit"]
 
-#: where the auth layer leaves the authenticated principal in the ASGI scope
-PRINCIPAL = "chronomem.principal"
 #: the logger of the access log (one line per request, at INFO)
 ACCESS_LOGGER = "chronomem.access"
 HEALTH_PATHS = ("/healthz", "/readyz")
@@ -71,6 +70,11 @@ def principal_name(scope: Scope) -> str | None:
 
 
 def _namespaces(scope: Scope, default: str) -> str:
+    """The namespace the request was served from (the guard sets it), else,
+    for a request refused before one was chosen, the principal's."""
+    served = scope.get(NAMESPACE)
+    if served:
+        return str(served)
     principal = scope.get(PRINCIPAL)
     names = getattr(principal, "namespaces", None) if principal is not None else None
     if names:
