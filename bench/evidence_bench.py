@@ -5,8 +5,8 @@ Run:  .venv/bin/python bench/evidence_bench.py [--sizes 10000,100000,1000000]
                                                [--facts 1000000] [--queries 200] [--json out.json]
                                                [--embedder minilm|bge-small|e5-multilingual]
 
-Needs the ``evidence`` extra (and ``hnswlib`` for the ANN path above
-``SearchConfig.ann_threshold``) and ``../shared/data/locomo/locomo_dev.json``.
+Needs the ``evidence`` extra (and the ``ann`` extra, usearch, for the ANN path
+above ``SearchConfig.ann_threshold``) and ``../shared/data/locomo/locomo_dev.json``.
 
 What is measured
 * Cold start: loading the embedding model (default: the bundled MiniLM int8
@@ -25,8 +25,11 @@ What is measured
   ``Memory.search`` call (query embedding, FTS5 BM25, dense, fusion, views,
   hydration) in the default ``as_world`` view, p50/p99 over the queries after
   one warm-up query. At N >= ``ann_threshold`` the dense part is the HNSW
-  cache; its build time and its recall@10 against exact search are reported, and the
-  database file's size (``db_mb``).
+  index; its recall@10 against exact search is reported, and the database file's size (``db_mb``).
+* Cold: ``prepare_search()`` builds the mapped vector file and the ANN index
+  (``prepare_s``), as a batch write leaves them; then ``chronomem search`` and
+  ``recall`` run ``--cold-runs`` times each in fresh processes (median wall time, peak RSS),
+  printed beside the figures measured before (``BEFORE``).
 * Quality at N: ``evidence_recall_at_10``, the share of each question's
   evidence turns found in the top 10 (any variant of the turn counts), and
   the same search with ``lexical_postings_budget=0`` (``no_budget_*``) beside
@@ -43,6 +46,7 @@ import json
 import os
 import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -72,6 +76,70 @@ def rss_mb() -> float:
 def pct(values: list[float], q: float) -> float:
     s = sorted(values)
     return s[min(len(s) - 1, int(round(q / 100 * (len(s) - 1))))]
+
+
+#: the same cold figures measured on this machine before the mapped vector file and the
+#: usearch index (a94fca2 with hnswlib 0.8.0 and its ANN file, the same 100k store; search: two
+#: runs, recall: one)
+BEFORE = {100_000: {"search_s": "1.25-1.70", "search_rss_mb": 590, "recall_s": "1.43", "recall_rss_mb": 590}}
+
+
+# Runs one command and reports its wall time and peak RSS. The command is a
+# child of this small launcher, not of the benchmark: Linux carries a forked
+# process's high-water RSS through exec, so a child of the benchmark (1-2 GB
+# by then) would report the benchmark's peak, not its own.
+_LAUNCHER = """
+import json, os, subprocess, sys, time
+t0 = time.perf_counter()
+proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+err = proc.stderr.read()
+_pid, status, usage = os.wait4(proc.pid, 0)
+print(json.dumps({"wall": time.perf_counter() - t0, "rss_kb": usage.ru_maxrss, "status": status,
+                  "stderr": err.decode(errors="replace")[-2000:]}))
+"""
+
+
+def cold_cli(db: Path, question: str, runs: int) -> dict[str, Any]:
+    """Median wall time and peak RSS of ``chronomem search`` and ``recall``
+    in fresh processes (the console script, as an agent's hook runs it)."""
+    exe = str(Path(sys.executable).with_name("chronomem"))
+    out: dict[str, Any] = {}
+    for command in ("search", "recall"):
+        walls, rss = [], []
+        for _ in range(runs):
+            done = subprocess.run([sys.executable, "-c", _LAUNCHER, exe, "--db", str(db), "--namespace", "bench",
+                                   command, question], capture_output=True, text=True, check=True)
+            got = json.loads(done.stdout)
+            if got["status"] != 0:
+                raise SystemExit(f"chronomem {command} failed: {got['stderr']}")
+            walls.append(got["wall"])
+            rss.append(got["rss_kb"] / 1024)
+        out[f"{command}_s"] = round(statistics.median(walls), 3)
+        out[f"{command}_s_max"] = round(max(walls), 3)
+        out[f"{command}_rss_mb"] = round(max(rss), 1)
+    return out
+
+
+def vector_recall(mem: chronomem.Memory, emb: Any, questions: list[str]) -> float:
+    """Recall@10 of the ANN index's dense top 10 against the exact dense top
+    10 (context vectors, raw view), question by question: the index alone,
+    where ``ann_recall_at_10_vs_exact`` compares whole searches (fusion with
+    BM25 and the ranker included)."""
+    from chronomem.service.evidence.episodes import episode_store
+    from chronomem.store.protocol import EpisodeFilter
+
+    es = episode_store(mem.store)
+    model_id, dim = es.embedding_model(emb.name) or (0, 0)
+    cache, path = mem._embedding.vectors(), mem.store.capabilities.local_path
+    slot = cache.slot(es, mem._ns, model_id, dim, path)
+    f = EpisodeFilter(mem._ns)
+    ctx = SearchConfig().dense_context
+    found = []
+    for q in emb.embed(questions, "query"):
+        exact = {r for r, _ in cache.search(slot, q, 10, f, [], ctx)}
+        approx = cache.ann_search(slot, q, 10, f, [], ctx, path, (mem._ns, model_id))
+        found.append(len(exact & {r for r, _ in approx or []}) / 10)
+    return round(statistics.mean(found), 4)
 
 
 def build_corpus(mem: chronomem.Memory, base: list[dict[str, Any]], vecs: Any, n: int, model: tuple[str, int],
@@ -121,6 +189,7 @@ def main() -> None:
     ap.add_argument("--facts", type=int, default=1_000_000)
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--cold-runs", type=int, default=5, help="Fresh processes per cold figure (median).")
     ap.add_argument("--dir", default=None, help="Where the databases go (default: a temporary directory).")
     ap.add_argument("--embedder", default="minilm", choices=sorted(EMBEDDERS),
                     help="Built-in embedder to measure (bge-small needs the bge extra).")
@@ -171,7 +240,11 @@ def main() -> None:
         build_s = build_corpus(mem, base, base_vecs, n, (emb.name, emb.dim))
         res: dict[str, Any] = {"build_s": round(build_s, 1)}
         t0 = time.perf_counter()
-        mem.search(questions[0])  # warm: loads the vectors (and builds/loads the ANN cache)
+        res["prepared"] = mem.prepare_search()  # the vector file and the ANN index, as a batch write leaves them
+        res["prepare_s"] = round(time.perf_counter() - t0, 1)
+        res["cold"] = cold_cli(db, questions[0], args.cold_runs)
+        t0 = time.perf_counter()
+        mem.search(questions[0])  # the first search of this process: opens what prepare_search built
         res["first_search_s"] = round(time.perf_counter() - t0, 2)
         store: Any = mem.store
 
@@ -199,8 +272,13 @@ def main() -> None:
                 e = {h.episode.id for h in mem.search(q, config=exact, view="raw")}
                 overlap.append(len(a & e) / max(1, len(e)))
             res["ann_recall_at_10_vs_exact"] = round(statistics.mean(overlap), 4)
+            res["ann_vector_recall_at_10"] = vector_recall(mem, emb, questions[:50])
         out["search"][str(n)] = res
         print("search", n, res)
+        if n in BEFORE:
+            print(f"  cold at {n:,} before / now: search {BEFORE[n]['search_s']} s, {BEFORE[n]['search_rss_mb']} MB"
+                  f" / {res['cold']['search_s']} s, {res['cold']['search_rss_mb']} MB; recall "
+                  f"{BEFORE[n]['recall_s']} s / {res['cold']['recall_s']} s, {res['cold']['recall_rss_mb']} MB")
         if n == recall_size and args.facts:
             t0 = time.perf_counter()
             speakers = sorted({b["speaker"] for b in base if b["speaker"]})

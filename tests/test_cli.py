@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -373,3 +375,33 @@ def test_demo_command(tmp_path: Path) -> None:
     out = js(db, "demo", "--in-memory")
     assert isinstance(out, dict)
     assert not db.exists()
+
+
+def test_each_command_s_module_is_the_one_that_registers_it() -> None:
+    """The command line imports only the module of the command it runs
+    (``COMMAND_MODULES``): that map must name, for every command, the module
+    whose ``register`` provides it when all of them are registered in order."""
+    import importlib
+
+    from chronomem.adapters import cli
+
+    owner: dict[str, str] = {}
+    for module in cli._MODULES:
+        try:
+            mod = importlib.import_module(f"chronomem.adapters.cli.{module}")
+        except ModuleNotFoundError:
+            continue
+        group = click.Group()
+        mod.register(group)
+        owner.update({name: module for name in group.commands})
+    assert cli.COMMAND_MODULES == owner
+    assert sorted(main.commands) == sorted(owner)
+
+
+def test_running_one_command_imports_only_its_module() -> None:
+    code = ("import sys; from chronomem.adapters.cli import main\n"
+            "try:\n    main(['--db', ':memory:', 'stats', '--json'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m.rsplit('.', 1)[1] for m in sys.modules if m.startswith('chronomem.adapters.cli.')"
+            " and m.endswith('_cmds')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "['read_cmds']"

@@ -28,6 +28,8 @@ import pytest
 import chronomem
 from chronomem import FakeClock, Memory
 from chronomem.service.evidence import SearchConfig
+from chronomem.service.evidence.ann import _read
+from chronomem.service.evidence.embed import load_numpy
 from chronomem.service.evidence.models import VIEWS
 from conftest import pg_test_url
 from contract._helpers import MemoryFactory
@@ -263,7 +265,6 @@ def test_the_ann_files_forget_the_erased_vector(tmp_path: Path) -> None:
     neighbours'). The erasure deletes them; and a stale one written back (by
     a process that built it before the erasure) is rebuilt, never used, even
     when its row count and last rowid still match the store."""
-    pytest.importorskip("hnswlib")
     path = str(tmp_path / "m.db")
     mem = chronomem.open(path, clock=FakeClock("2025-03-05T00:00:00Z", tick=1.0), embedder=None)
     unembedded = mem.add_episode("An old note about compost.", session="garden").id
@@ -271,16 +272,26 @@ def test_the_ann_files_forget_the_erased_vector(tmp_path: Path) -> None:
     a, b, c = _add_story(mem)
     ann = dataclasses.replace(SearchConfig.preset("dense"), ann_threshold=1)
     exact = SearchConfig.preset("dense")
+    assert mem.prepare_search(ann)["ann"]
     assert b in {h.episode.id for h in mem.search(TOKEN, view="raw", config=ann)}
-    files = sorted(p for p in os.listdir(tmp_path) if ".ann-" in p)
-    assert files and all(p.startswith("m.db.ann-1-") for p in files)
-    stale = {p: (tmp_path / p).read_bytes() for p in files}
+
+    def files() -> list[str]:  # (the lock files stay: empty, and a writer may hold one)
+        return sorted(p for p in os.listdir(tmp_path) if ".ann-" in p and not p.endswith(".lock"))
+
+    def meta() -> dict[str, int]:
+        (found,) = [_read(str(tmp_path / p), load_numpy()) for p in files() if p.endswith(".ivf")]
+        assert found is not None
+        return {"count": found.count, "erasures": found.erasures}
+
+    assert {p.rsplit(".", 1)[-1] for p in files()} == {"vec", "ivf"}
+    assert all(p.startswith("m.db.ann-1-") for p in files())
+    stale = {p: (tmp_path / p).read_bytes() for p in files()}
 
     mem.erase_episode(b, confirm=True)
-    assert [p for p in os.listdir(tmp_path) if ".ann-" in p] == []
+    assert files() == []
     assert b not in {h.episode.id for h in mem.search(TOKEN, view="raw", config=ann)}
-    (meta,) = [json.loads((tmp_path / p).read_text()) for p in os.listdir(tmp_path) if p.endswith(".bin.json")]
-    assert (meta["count"], meta["erasures"]) == (3, 1)
+    mem.prepare_search(ann)
+    assert (meta()["count"], meta()["erasures"]) == (3, 1)
 
     assert mem.reindex(lexical=False)["vectors"] == 1  # the note: 4 vectors again, the same last rowid
     for p, data in stale.items():
@@ -289,8 +300,9 @@ def test_the_ann_files_forget_the_erased_vector(tmp_path: Path) -> None:
     try:
         assert hit_rows(other, TOKEN, config=ann) == hit_rows(other, TOKEN, config=exact)
         assert unembedded in {h.episode.id for h in other.search(TOKEN, view="raw", config=ann)}
-        (meta,) = [json.loads((tmp_path / p).read_text()) for p in os.listdir(tmp_path) if p.endswith(".bin.json")]
-        assert (meta["count"], meta["erasures"]) == (4, 1)
+        other.prepare_search(ann)
+        assert (meta()["count"], meta()["erasures"]) == (4, 1)
+        assert hit_rows(other, TOKEN, config=ann) == hit_rows(other, TOKEN, config=exact)
     finally:
         other.close()
         mem.close()

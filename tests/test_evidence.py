@@ -324,14 +324,15 @@ _ANN_TEXTS = [f"{w} note number {i}" for i, w in enumerate(
 
 def test_ann_index_matches_exact_search(make_memory: Any, embedder: object) -> None:
     """On every backend: above ``ann_threshold`` the HNSW index answers like
-    the exact search, and new episodes reach it incrementally."""
-    pytest.importorskip("hnswlib", reason="the optional ANN extra (hnswlib) is not installed")
+    the exact search, and new episodes reach it incrementally (searched
+    exactly past the index until the next build)."""
     import dataclasses
 
     m = make_memory()
     m.add_episodes([{"text": t, "session": f"s{i % 3}"} for i, t in enumerate(_ANN_TEXTS)])
     exact = SearchConfig.preset("dense")
     ann = dataclasses.replace(exact, ann_threshold=10)
+    assert m.prepare_search(ann)["ann"] is True
     for q in ("playing the violin", "a trip to the mountains with a tent"):
         a = [h.episode.id for h in m.search(q, config=ann, view="raw", k=5)]
         e = [h.episode.id for h in m.search(q, config=exact, view="raw", k=5)]
@@ -343,21 +344,21 @@ def test_ann_index_matches_exact_search(make_memory: Any, embedder: object) -> N
 def test_ann_cache_persists_beside_the_sqlite_file(tmp_path: Path, embedder: object) -> None:
     """SQLite only: the index is a cache file beside the database file (a
     server store keeps it in the client process), reused when reopened."""
-    pytest.importorskip("hnswlib", reason="the optional ANN extra (hnswlib) is not installed")
     import dataclasses
 
     db = tmp_path / "ann.db"
     ann = dataclasses.replace(SearchConfig.preset("dense"), ann_threshold=10)
     m = chronomem.open(db)
     m.add_episodes([{"text": t, "session": f"s{i % 3}"} for i, t in enumerate(_ANN_TEXTS)])
+    assert m.prepare_search(ann) == {"vectors": len(_ANN_TEXTS), "file": True, "ann": True}
     first = [h.episode.id for h in m.search("violin", config=ann, view="raw", k=3)]
     m.close()
-    files = list(tmp_path.glob("ann.db.ann-*.bin"))
-    assert files
-    stamp = files[0].stat().st_mtime_ns
-    m2 = chronomem.open(db)  # the persisted cache is reused, not rebuilt
+    files = sorted(tmp_path.glob("ann.db.ann-*.ivf")) + sorted(tmp_path.glob("ann.db.ann-*.vec"))
+    assert len(files) == 2
+    stamps = [f.stat().st_mtime_ns for f in files]
+    m2 = chronomem.open(db)  # the persisted files are opened, not rebuilt
     assert [h.episode.id for h in m2.search("violin", config=ann, view="raw", k=3)] == first
-    assert files[0].stat().st_mtime_ns == stamp
+    assert [f.stat().st_mtime_ns for f in files] == stamps
     m2.close()
 
 

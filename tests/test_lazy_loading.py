@@ -24,7 +24,7 @@ import chronomem
 from chronomem import Memory
 from hash_embedder import HashEmbedder
 
-HEAVY = ["onnxruntime", "tokenizers", "numpy", "hnswlib"]
+HEAVY = ["onnxruntime", "tokenizers", "numpy"]
 
 _TURNS = [
     "Caroline went to the LGBTQ support group yesterday and felt welcome.",

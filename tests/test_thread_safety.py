@@ -117,36 +117,43 @@ def test_ann_searches_beside_a_writer(tmp_path: Path) -> None:
     """The same with the HNSW index answering (a threshold of 1 vector): the
     index outlives snapshots, so a thread may query it after another thread
     extended it for a newer snapshot (its extra rows are skipped)."""
-    pytest.importorskip("hnswlib", reason="the optional ANN extra (hnswlib) is not installed")
     with chronomem.open(str(tmp_path / "m.db"), embedder=HashEmbedder()) as mem:
         _race(mem, 4.0, dataclasses.replace(SearchConfig(), ann_threshold=1))
 
 
-def test_an_older_snapshot_still_searches_the_ann_index_a_newer_one_extended(tmp_path: Path) -> None:
-    """Snapshots are immutable: one taken before a write keeps its rows, and
-    the ANN index, extended for the newer snapshot, answers it from its own
-    rows without a rebuild."""
-    pytest.importorskip("hnswlib", reason="the optional ANN extra (hnswlib) is not installed")
+def test_an_index_built_for_one_snapshot_answers_a_newer_one_and_not_an_older_one(tmp_path: Path) -> None:
+    """Snapshots are immutable: one taken before a write keeps its rows. The
+    ANN index built over a snapshot answers a newer one (its rows are a
+    prefix; the rows past it are searched exactly) and is not used for an
+    older one, which the exact search answers."""
     with chronomem.open(str(tmp_path / "m.db"), embedder=HashEmbedder()) as mem:
         first = [mem.add_episode(_text(j), session="s1").id for j in range(20)]
         es, cache = mem.store, mem._embedding.vectors()
         ns, (model, dim) = mem._ns, es.embedding_model(HashEmbedder().name)  # type: ignore[attr-defined]
-        old = cache.slot(es, ns, model, dim)  # type: ignore[arg-type]
+        path = str(tmp_path / "m.db")
+        old = cache.slot(es, ns, model, dim, path)  # type: ignore[arg-type]
         for j in range(20, 40):
             mem.add_episode(_text(j), session="s1")
-        new = cache.slot(es, ns, model, dim)  # type: ignore[arg-type]
+        new = cache.slot(es, ns, model, dim, path)  # type: ignore[arg-type]
         assert (old.size, new.size) == (20, 40) and old.rowids.tolist() == new.rowids[:20].tolist()
-        with pytest.raises(ValueError):
+        with pytest.raises((ValueError, TypeError)):
             old.rowids[0] = 0  # read-only arrays
         query = HashEmbedder().embed([_text(25)], "query")[0]
         f = EpisodeFilter(ns)
-        path, key = str(tmp_path / "m.db"), (ns, model)
-        assert cache.ann_search(new, query, 5, f, [], 0.3, path, key) is not None
+        key = (ns, model)
+        assert cache.prepare(old, 0.3, path, key)
         index = cache._ann[(ns, model, 0.3)]
-        got = cache.ann_search(old, query, 40, f, [], 0.3, path, key)
-        assert got is not None and index.count == 40  # answered by the extended index, not rebuilt
+        assert index.built is not None and index.built.count == 20
+        got = cache.ann_search(new, query, 40, f, [], 0.3, path, key)
+        exact = cache.search(new, query, 40, f, [], 0.3)
+        # the rows past the index, searched exactly, all come back (k covers them); the index's rows as it finds them
+        assert got is not None and set(new.rowids[20:].tolist()) <= {r for r, _ in got} <= set(new.rowids.tolist())
+        assert got[0][0] == exact[0][0]
+        assert index.usable(old) is not None and cache.prepare(new, 0.3, path, key, complete=True)
+        assert index.built.count == 40  # extended
+        assert index.usable(old) is None  # an older snapshot: the exact search answers
         rowids = {es.episode_by_id(i).rowid for i in first}  # type: ignore[attr-defined]
-        assert {r for r, _ in got} == rowids  # the old snapshot's rows, all of them
+        assert {r for r, _ in cache.search(old, query, 40, f, [], 0.3)} == rowids
 
 
 def test_an_erasure_never_shrinks_the_display_names_a_reader_holds(make_memory: MemoryFactory) -> None:

@@ -390,6 +390,7 @@ class Memory:
     evidence_stats = _Service("_episodes", Episodes.evidence_stats)
     doctor = _LazyService("_doctor", lambda: _doctor_type().doctor)
     search = _Service("_search", Search.search)
+    prepare_search = _Service("_search", Search.prepare_search)
     recall = _Service("_recaller", Recaller.recall)
     import_source = _LazyService("_importer", lambda: _importer_type().import_source)
 

@@ -4,10 +4,11 @@ Every command prints rich tables for humans and JSON with ``--json``. A
 :class:`~chronomem.ChronomemError` becomes one ``error: ...`` line on stderr
 and exit status 1 (usage errors exit 2, as click does).
 
-Commands live in small modules that each expose ``register(main)``. Optional
-modules (``agent_cmds``: MCP server and agent installs; ``web_cmds``: HTTP
-server) are registered when present; they must import their optional
-dependencies inside their commands.
+Commands live in small modules that each expose ``register(main)``,
+imported when one of their commands runs (``COMMAND_MODULES``) or when all
+are listed. Optional modules (``agent_cmds``: MCP server and agent installs;
+``web_cmds``: HTTP server) are registered when present; they must import
+their optional dependencies inside their commands.
 """
 
 from __future__ import annotations
@@ -29,6 +30,24 @@ __all__ = ["ChronomemGroup", "main"]
 log = logging.getLogger("chronomem.cli")
 
 _OPTIONAL_MODULES = ("agent_cmds", "web_cmds", "pg_cmds", "evidence_cmds", "ingest_cmds", "hook_cmds", "bench_cmds")
+# every command module in registration order: a later one's command replaces
+# an earlier one's of the same name (evidence_cmds' search, read_cmds' one)
+_MODULES = ("fact_cmds", "read_cmds", "admin_cmds", "io_cmds", "token_cmds", *_OPTIONAL_MODULES)
+# which module registers each command: only that one is imported to run it
+# (importing all of them cost ~80 ms of a cold `search`); tests/test_cli.py
+# checks this against what registering every module gives
+COMMAND_MODULES = {
+    "add": "fact_cmds", "invalidate": "fact_cmds", "correct": "fact_cmds", "retract": "fact_cmds",
+    "erase": "fact_cmds", "facts": "read_cmds", "current": "read_cmds", "history": "read_cmds",
+    "timeline": "read_cmds", "diff": "read_cmds", "conflicts": "read_cmds", "volatility": "read_cmds",
+    "neighbors": "read_cmds", "path": "read_cmds", "entity": "read_cmds", "search": "evidence_cmds",
+    "stats": "read_cmds", "alias": "admin_cmds", "merge": "admin_cmds", "unmerge": "admin_cmds",
+    "predicate": "admin_cmds", "doctor": "admin_cmds", "demo": "admin_cmds", "import": "io_cmds",
+    "export": "io_cmds", "token": "token_cmds", "mcp": "agent_cmds", "install": "agent_cmds",
+    "uninstall": "agent_cmds", "serve": "web_cmds", "copy": "pg_cmds", "migrate": "pg_cmds",
+    "remember": "evidence_cmds", "recall": "evidence_cmds", "reindex": "evidence_cmds", "eval": "evidence_cmds",
+    "ingest": "ingest_cmds", "hook": "hook_cmds", "watch": "hook_cmds", "bench": "bench_cmds",
+}
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -97,8 +116,71 @@ class ChronomemGroup(click.Group):
     """A group that turns library errors into one clean ``error:`` line and
     gives every command it holds the global options after its name too."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._loaded: set[str] = set()
+        self._all = True  # (a group built with its commands; main() loads them lazily)
+        self._rank = 0  # the position in _MODULES of the module registering now
+        self._owner: dict[str, int] = {}
+        self._registering = False  # (a module's register() adds its commands: no loading of all)
+        super().__init__(*args, **kwargs)
+
+    # The commands load lazily: ``commands`` (help, docs, tests) registers every
+    # module; running one command imports only its module.
+    @property  # type: ignore[override]
+    def commands(self) -> dict[str, click.Command]:
+        if not self._all and not self._registering:
+            self._load_all()
+        return self._commands
+
+    @commands.setter
+    def commands(self, value: dict[str, click.Command]) -> None:
+        self._commands = value
+
+    def lazy(self) -> None:
+        """Register the command modules on demand from now on."""
+        self._all = False
+
+    def _load(self, module: str) -> bool:
+        """Register ``module``'s commands; ``False`` when it is an optional
+        module whose extra is missing."""
+        if module in self._loaded:
+            return True
+        modname = f"{__name__}.{module}"
+        try:
+            imported = importlib.import_module(modname)
+        except ModuleNotFoundError as exc:
+            if exc.name != modname or module not in _OPTIONAL_MODULES:
+                raise
+            self._loaded.add(module)
+            return False
+        self._loaded.add(module)
+        self._rank = _MODULES.index(module)
+        self._registering = True
+        try:
+            imported.register(self)
+        finally:
+            self._registering = False
+        return True
+
+    def _load_all(self) -> None:
+        self._all = True
+        for module in _MODULES:
+            self._load(module)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if not self._all:
+            module = COMMAND_MODULES.get(cmd_name)
+            if module is None or not self._load(module) or cmd_name not in self._commands:
+                self._load_all()  # (an unknown name, or an optional module missing: say so as click does)
+        return self._commands.get(cmd_name)
+
     def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        name = name or cmd.name
+        if name is not None and self._owner.get(name, -1) > self._rank:
+            return  # a later module's command of this name stays
         super().add_command(cmd, name)
+        if name is not None:
+            self._owner[name] = self._rank
         _late_globals(self, cmd)
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
@@ -207,20 +289,4 @@ def main(ctx: click.Context, db: str | None, namespace: str, timezone: str, embe
     log.debug("database %s, namespace %s", state.db_path, namespace)
 
 
-def _register_all(group: click.Group) -> None:
-    from . import admin_cmds, fact_cmds, io_cmds, read_cmds, token_cmds
-
-    for module in (fact_cmds, read_cmds, admin_cmds, io_cmds, token_cmds):
-        module.register(group)
-    for name in _OPTIONAL_MODULES:
-        modname = f"{__name__}.{name}"
-        try:
-            optional = importlib.import_module(modname)
-        except ModuleNotFoundError as exc:
-            if exc.name != modname:
-                raise
-            continue
-        optional.register(group)
-
-
-_register_all(main)
+main.lazy()

@@ -147,15 +147,19 @@ def recall_cmd(question: str, at: TimePoint | None, known_at: TimePoint | None, 
 @json_option
 def reindex_cmd(times: bool, no_progress: bool) -> None:
     """Rebuild the lexical index and embed the episodes that lack a vector
-    for the current embedder. Safe to interrupt and run again."""
+    for the current embedder, then bring the dense-search files (the mapped
+    vector file, the ANN index) up to date. Safe to interrupt and run again."""
     st = state()
     mem = st.memory(create=False)
     with _progress(not (no_progress or st.json)) as bar:
         task = bar.add_task("reindexing", total=None)
         counts = mem.reindex(times=times, progress=lambda d, t: bar.update(task, completed=d, total=t))
-    out = {**counts, **mem.evidence_stats()}
+        bar.update(task, description="search files")
+        prepared = mem.prepare_search()
+    out = {**counts, **mem.evidence_stats(), "search_files": prepared}
     emit(out, lambda con: con.print(
-        f"lexical rows {counts['lexical']} · new vectors {counts['vectors']} · time mentions {counts['times']}"))
+        f"lexical rows {counts['lexical']} · new vectors {counts['vectors']} · time mentions {counts['times']}"
+        f" · vectors mapped {prepared['vectors']}" + (" · ANN index current" if prepared["ann"] else "")))
 
 
 @click.group("eval")

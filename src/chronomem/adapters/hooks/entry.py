@@ -14,6 +14,7 @@ console script itself (``docs/hooks.md``, "Speed").
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 from dataclasses import dataclass
@@ -89,13 +90,42 @@ def parse_hook_argv(args: Sequence[str]) -> HookArgs | None:
                     embedder=embedder, budget=budget, time_limit=limit)
 
 
+def _exit_now(code: object) -> None:
+    """Exit without the interpreter's teardown once onnxruntime is loaded:
+    unloading it and its model took ~70 ms of a ~0.6 s cold search. The
+    ``atexit`` handlers still run (an index build the search started gets
+    its time, logs are flushed), and so does every flush; the store's
+    writes were committed (a commit survives a kill, let alone this)."""
+    if "onnxruntime" not in sys.modules:
+        return
+    run = getattr(atexit, "_run_exitfuncs", None)
+    if run is None:  # (not CPython: the normal exit)
+        return
+    run()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    status = code if isinstance(code, int) else (0 if code is None else 1)
+    if code is not None and not isinstance(code, int):
+        print(code, file=sys.stderr)
+    os._exit(status)
+
+
 def main(argv: Sequence[str] | None = None) -> int | None:
     args = list(sys.argv[1:] if argv is None else argv)
     parsed = parse_hook_argv(args)
     if parsed is None:
         from ..cli import main as cli
 
-        return cli.main(args=args, prog_name="chronomem")  # type: ignore[no-any-return]
+        try:
+            code = cli.main(args=args, prog_name="chronomem")
+        except SystemExit as exc:
+            code = exc.code
+        if argv is None:  # (the process's own command line, not a caller's)
+            _exit_now(code)
+        return code  # type: ignore[no-any-return]
     return claude_code.run(
         parsed.db, parsed.namespace, stdin=sys.stdin.buffer, stdout=sys.stdout, timezone=parsed.timezone,
         budget_chars=parsed.budget if parsed.budget is not None else claude_code.DEFAULT_BUDGET_CHARS,

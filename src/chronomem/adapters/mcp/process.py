@@ -4,10 +4,18 @@ only (``resource``, ``/proc/self/statm``): no psutil."""
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
+import threading
+from typing import TYPE_CHECKING
 
-__all__ = ["process_memory"]
+if TYPE_CHECKING:  # pragma: no cover
+    from ...memory import Memory
+
+__all__ = ["process_memory", "warm_in_background"]
+
+log = logging.getLogger("chronomem.serve")
 
 
 def _peak_bytes() -> int | None:
@@ -36,3 +44,19 @@ def process_memory() -> dict[str, int | None]:
     if rss is not None and peak is not None:
         peak = max(peak, rss)  # the kernel updates its high-water mark lazily: never report peak < current
     return {"rss_bytes": rss, "peak_rss_bytes": peak}
+
+
+def warm_in_background(mem: Memory) -> threading.Thread:
+    """Bring ``mem``'s dense-search caches up to date in a daemon thread
+    (``Memory.prepare_search``), so a server's first question finds the
+    vectors mapped and the ANN index open instead of building them."""
+
+    def run() -> None:
+        try:
+            log.info("search caches ready: %s", mem.prepare_search())
+        except Exception:  # logged: a search builds what it needs anyway
+            log.warning("preparing the search caches failed", exc_info=True)
+
+    thread = threading.Thread(target=run, name="chronomem-warm", daemon=True)
+    thread.start()
+    return thread

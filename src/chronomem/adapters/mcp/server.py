@@ -32,6 +32,7 @@ from ...core.paging import RESOURCE_LINES
 from ...errors import ChronomemError, ForbiddenError
 from ...memory import Memory
 from . import evidence_tools, fact_tools
+from .process import warm_in_background
 from .results import error_result, error_text, safe_text, unexpected_text
 from .schema import json_type, schema_error, validator
 from .wire import wire_error
@@ -279,6 +280,7 @@ def build_server(mem: Memory, *, name: str = "chronomem") -> ChronomemMCP:
 def run_stdio(mem: Memory) -> None:
     """Serve ``mem`` over stdio until stdin closes. Writes nothing but
     JSON-RPC to stdout (logs go to stderr)."""
+    warm_in_background(mem)
     anyio.run(serve_stdio, build_server(mem))
 
 

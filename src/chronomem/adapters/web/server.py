@@ -24,6 +24,7 @@ from typing import Any, AsyncContextManager, Callable
 
 from ...errors import ChronomemError, InvalidInputError, MissingExtraError, UnsafeBindError
 from ...memory import Memory
+from ..mcp.process import warm_in_background
 from .net import is_loopback
 from .ops import GRACEFUL_SHUTDOWN_S, Ops, thread_limit
 
@@ -204,4 +205,5 @@ def serve(mem: Memory, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, to
           mcp: bool = True, log_level: str = "warning", ops: Ops | None = None) -> None:
     """Build the app for ``mem`` and run it until SIGTERM or Ctrl-C."""
     app = build_app(mem, host=host, token=resolve_token(token, host), mcp=mcp, ops=ops)
+    warm_in_background(mem)
     run_app(app, bind(host, port), log_level=log_level)

@@ -95,7 +95,7 @@ class Embedding:
         if cached is not None and cached[0] == gen:
             return name, cached[1]
         model = store.embedding_model(name)
-        if model is not None and store.vector_stats(ns_id, model[0])[0] == 0:
+        if model is not None and not store.has_vectors(ns_id, model[0]):
             model = None
         self._dense[(ns_id, name)] = (gen, model)  # (one atomic dict store: threads may race, both right)
         return name, model
@@ -114,6 +114,23 @@ class Embedding:
                     self._vectors = VectorCache()
                 cache = self._vectors
         return cache
+
+    def prepare(self, store: EpisodeStore, ns_id: int, db_path: str | None, ann_threshold: int,
+                context: float, complete: bool = True) -> dict[str, object]:
+        """Bring namespace ``ns_id``'s dense-search caches up to the store
+        now — the vector file beside a SQLite database and, from
+        ``ann_threshold`` vectors on, the ANN index — so the next search
+        (in any process) opens them instead of building them; without
+        ``complete``, the index only when it is stale (``ann.DELTA_SHARE``).
+        Loads no model."""
+        dense = self.dense_model(store, ns_id)
+        if dense is None or dense[1] is None:
+            return {"vectors": 0, "file": False, "ann": False}
+        model_id, dim = dense[1]
+        cache = self.vectors()
+        slot = cache.slot(store, ns_id, model_id, dim, db_path)
+        ann = slot.size >= ann_threshold and cache.prepare(slot, context, db_path, (ns_id, model_id), complete)
+        return {"vectors": slot.size, "file": bool(db_path and db_path != ":memory:"), "ann": ann}
 
     def forget_vectors(self) -> None:
         """Drop the cached vectors (an erasure took some away)."""

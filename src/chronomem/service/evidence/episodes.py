@@ -45,6 +45,7 @@ from .embedding import Embedding
 from .lexical import cjk_bigrams
 from .models import (
     Episode,
+    SearchConfig,
     TimeSpan,
 )
 from .redact import redact
@@ -57,6 +58,10 @@ log = logging.getLogger("chronomem.evidence")
 
 _METADATA_TEXT_KEYS = ("caption", "blip_caption", "title", "tags", "summary", "links")
 _EMBED_BATCH = 256
+
+
+#: an add_episodes() of this many items brings the dense-search caches up to date
+PREPARE_BATCH = 256
 
 
 class _Prepared:
@@ -315,6 +320,13 @@ class Episodes:
         self._check_recorded(preps, indexed=True)
         vectors = self._embed_prepared(preps, progress)
         ids = [r.id for r in self._write_prepared(preps, vectors)]
+        path = self._scope.store.capabilities.local_path
+        if vectors is not None and len(preps) >= PREPARE_BATCH and path and path != ":memory:":
+            # a bulk load: extend the mapped vector file (and the ANN index) now, so
+            # the next cold search opens them current (docs/evidence.md, "At scale")
+            cfg = SearchConfig()
+            self._embedding.prepare(self._es, self._scope.ns_id, path, cfg.ann_threshold, cfg.dense_context,
+                                    complete=False)
         if on_redact is not None:
             for index, prep in enumerate(preps):
                 if prep.redacted:

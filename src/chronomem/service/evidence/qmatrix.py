@@ -18,10 +18,20 @@ from typing import Any, Iterator
 
 from ...core.quantize import dequantize_rows, quantize_rows
 
-__all__ = ["CHUNK_ROWS", "QMatrix", "frozen"]
+__all__ = ["CHUNK_ROWS", "QMatrix", "frozen", "mix_context"]
 
 #: rows converted at once by a product or a rebuild (see above: larger blocks leave the cache)
 CHUNK_ROWS = 1024
+
+
+def mix_context(np: Any, v: Any, prev: Any, nxt: Any, has_prev: Any, has_next: Any, weight: float) -> Any:
+    """``normalize(v + weight * (prev + next))`` row by row, a neighbour
+    counting only where ``has_*`` (a float32 column of 0/1) says it exists:
+    the one formula of the context vectors, so the mapped file and the
+    in-process matrix hold the same bytes."""
+    win = v + weight * (has_prev * prev + has_next * nxt)
+    win /= np.maximum(np.linalg.norm(win, axis=1, keepdims=True), 1e-12)
+    return win
 
 
 def frozen(array: Any) -> Any:

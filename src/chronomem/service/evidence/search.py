@@ -20,6 +20,7 @@ from ...errors import InvalidInputError, InvalidIntervalError
 from ...store.protocol import EpisodeFilter, EpisodeRecord, EpisodeStore
 from ..reads import FactReads
 from ..scope import Scope
+from .embed import load_numpy
 from .embedding import Embedding
 from .episodes import _METADATA_TEXT_KEYS, Episodes, episode_store, opt_str
 from .fusion import group_boost, relative_contributions, rrf_contributions
@@ -124,6 +125,19 @@ class Search:
     def _es(self) -> EpisodeStore:
         return episode_store(self._scope.store)
 
+    def prepare_search(self, config: SearchConfig | None = None) -> dict[str, object]:
+        """Build what dense search reads, now: the mapped vector file beside a
+        SQLite database (every vector and its context vector) and, from
+        ``config.ann_threshold`` vectors on with the ``ann`` extra, the ANN
+        index. A search builds them too (the index in the background, while
+        the exact search answers); this makes the first search of every later
+        process fast. Batch writes (:meth:`add_episodes` of
+        ``PREPARE_BATCH`` items or more) call it. Returns ``{"vectors": n,
+        "file": bool, "ann": bool}``."""
+        cfg = config if config is not None else SearchConfig()
+        return self._embedding.prepare(self._es, self._scope.ns_id, self._scope.store.capabilities.local_path,
+                                       cfg.ann_threshold, cfg.dense_context)
+
     def search(
         self,
         query: str,
@@ -211,19 +225,17 @@ class Search:
                 self._embedding.warned_no_vectors = True
                 log.warning("the store has no %s vectors (it has: %s); searching lexically only. "
                             "Open it with that embedder, or reindex", dense_model[0], ", ".join(others))
-        emb = self._embedding.current if model is not None else None
-        if emb is not None and dense_model is not None and emb.name != dense_model[0]:
-            # "auto" resolved again as it loaded, to a model registered meanwhile: ask for its vectors
-            again = self._embedding.dense_model(self._es, self._scope.ns_id)
-            model = again[1] if again is not None else None
         slot = None
         qfuture: Future[Any] | None = None
-        if emb is not None and model is not None:
-            if model[1] != emb.dim:
-                raise InvalidInputError(f"embedder {emb.name!r} has {emb.dim} dimensions, the store {model[1]}")
-            slot = self._embedding.vectors().slot(self._es, self._scope.ns_id, model[0], model[1])
-            if slot.size:
-                qfuture = _embed_pool().submit(emb.embed, [query], "query")
+        if model is not None:
+            # the model loads (a cold process: ~0.2 s; onnxruntime releases the GIL)
+            # and embeds the query in the worker while this thread maps the
+            # vectors, opens the ANN index and SQLite ranks BM25
+            # (dense_model found vectors of the model in the namespace)
+            load_numpy()  # (here, first: numpy cannot be imported by two threads at once)
+            qfuture = _embed_pool().submit(self._embed_query, query)
+            slot = self._embedding.vectors().slot(self._es, self._scope.ns_id, model[0], model[1],
+                                                     self._scope.store.capabilities.local_path)
         lexical: list[tuple[int, float]] = []
         try:
             if cfg.lexical_weight > 0:
@@ -232,10 +244,22 @@ class Search:
                     # (the store returns the query as it is when neither limit is set)
                     match = self._es.prune_common_terms(match, cfg.lexical_df_cap, cfg.lexical_postings_budget)
                     lexical = self._es.lexical_search(match, f, pool, cfg.bm25_weights)
+            if qfuture is not None and slot is not None and model is not None and slot.size >= cfg.ann_threshold:
+                # (while the model loads: open the ANN index)
+                self._embedding.vectors().index(slot, cfg.dense_context, self._scope.store.capabilities.local_path,
+                                                (self._scope.ns_id, model[0]))
         finally:
             if qfuture is not None:
                 wait([qfuture])  # never leave the worker running past this call
-        qvec = qfuture.result()[0] if qfuture is not None else None
+        emb, qvec = qfuture.result() if qfuture is not None else (None, None)
+        if emb is not None and dense_model is not None and emb.name != dense_model[0]:
+            # "auto" resolved again as it loaded, to a model registered meanwhile: ask for its vectors
+            again = self._embedding.dense_model(self._es, self._scope.ns_id)
+            model = again[1] if again is not None else None
+            slot = None if model is None else self._embedding.vectors().slot(
+                self._es, self._scope.ns_id, model[0], model[1], self._scope.store.capabilities.local_path)
+        if emb is not None and model is not None and model[1] != emb.dim:
+            raise InvalidInputError(f"embedder {emb.name!r} has {emb.dim} dimensions, the store {model[1]}")
         dense: list[tuple[int, float]] = []
         if qvec is not None and slot is not None and model is not None:
             cache = self._embedding.vectors()
@@ -246,6 +270,12 @@ class Search:
                                        self._scope.store.capabilities.local_path, (self._scope.ns_id, model[0]))
             dense = got if got is not None else cache.search(slot, qvec, pool, f, superseded, cfg.dense_context)
         return lexical, dense, at_us, known_us, emb.name if dense and emb is not None else None
+
+    def _embed_query(self, query: str) -> tuple[Any, Any]:
+        """``(embedder, query vector)``: loads the embedder at first use."""
+        emb = self._embedding.current
+        assert emb is not None  # (a dense model is only chosen with an embedder)
+        return emb, emb.embed([query], "query")[0]
 
     def _view_filter(self, view: str, given_at: int | None, at_us: int, known_us: int | None,
                      session: str | None, since: TimeLike | None, until: TimeLike | None) -> EpisodeFilter:

@@ -15,42 +15,50 @@ arrays, row-aligned, published as one object); a refresh builds the next one
 and swaps it in, so a search never sees the vectors of one generation beside
 the columns of another.
 
-Above ``ann_threshold`` vectors, and when the optional ``hnswlib`` is
-installed, an HNSW index answers instead: a cache persisted beside the
-database file (``<db>.ann-<ns>-<model>-<context>.bin``), extended with new rows
-incrementally and rebuilt from the store whenever it does not match it. It
-over-fetches and applies the same filters; a query whose filter leaves too few
-candidates falls back to the exact search.
+Beside a SQLite file the arrays are not loaded but memory-mapped from the
+vector file (:mod:`.vecfile`), which also holds the context vectors of the
+default weight (:data:`FILE_CONTEXT`), computed once when a row arrives; a
+cold process opens it instead of reading every vector out of SQLite. No
+process holds all vectors in Python objects: rows arrive from the store in
+batches of ``_LOAD_BATCH``.
+
+Above ``ann_threshold`` vectors an inverted-file index (:mod:`.ann`)
+answers for the rows it covers and the exact product for the rows appended
+since; it is built by batch writes (:meth:`VectorCache.prepare`) and, when
+missing or stale, in the background while the exact search answers. A query
+whose filter leaves too few candidates falls back to the exact search.
 
 Erasure: the caches hold the erased episode's vector, and the context
 vectors mix it into its neighbours'. A cache that sees another count of
 erased episodes than it was built with (``EpisodeStore.episode_erasures``)
-reloads from the store, and so does an ANN file (its sidecar JSON records the
-count); the erasing process also deletes the namespace's ANN files
+reloads from the store, and so do the vector file and the ANN file (both
+record the count); the erasing process also deletes the namespace's files
 (:func:`drop_ann_files`).
 """
 
 from __future__ import annotations
 
 import glob
-import importlib
-import json
 import logging
 import os
 import threading
+import uuid
 from dataclasses import dataclass, field, replace
-from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from ...store.protocol import EpisodeFilter, EpisodeStore
+from .ann import AnnIndex, ann_path
 from .embed import load_numpy
-from .qmatrix import QMatrix, frozen
+from .qmatrix import QMatrix, frozen, mix_context
+from .vecfile import Row, VectorFile, fingerprint, session_key, vector_file_path
 
-__all__ = ["VectorCache", "VectorSlot"]
+__all__ = ["FILE_CONTEXT", "VectorCache", "VectorSlot"]
 
 log = logging.getLogger("chronomem.evidence.vector")
 
 _LOAD_BATCH = 50_000
+#: the context weight the vector file holds (``SearchConfig.dense_context``'s default)
+FILE_CONTEXT = 0.3
 
 
 @dataclass(frozen=True, eq=False)
@@ -65,11 +73,13 @@ class VectorSlot:
     vecs: QMatrix
     recorded: Any
     occurred: Any
-    sessions: Any
-    session_codes: Mapping[str, int]
+    sessions: Any  # int64 session keys (vecfile.session_key; 0: none)
     generation: int = -1
     max_rowid: int = 0
     erasures: int = 0  # the namespace's erased episodes when the arrays were loaded
+    # what an index built over these rows' positions is valid for: new when the
+    # arrays are rebuilt, kept while they only grow
+    lineage: bytes = b""
     # context matrices derived from these arrays (filled once per weight, under the cache's lock)
     windows: dict[float, QMatrix] = field(default_factory=dict)
 
@@ -97,39 +107,109 @@ class VectorCache:
         np = self._np
         return VectorSlot(
             dim=dim, rowids=np.zeros(0, np.int64), vecs=QMatrix.empty(np, dim),
-            recorded=np.zeros(0, np.int64), occurred=np.zeros(0, np.int64), sessions=np.zeros(0, np.int32),
-            session_codes={}, erasures=erasures,
+            recorded=np.zeros(0, np.int64), occurred=np.zeros(0, np.int64), sessions=np.zeros(0, np.int64),
+            erasures=erasures, lineage=uuid.uuid4().bytes,
         )
 
-    def slot(self, store: EpisodeStore, ns_id: int, model_id: int, dim: int) -> VectorSlot:
+    def slot(self, store: EpisodeStore, ns_id: int, model_id: int, dim: int,
+             db_path: str | None = None) -> VectorSlot:
         """An up-to-date snapshot of the arrays for ``(ns_id, model_id)``:
-        it holds at least every vector committed before this call."""
+        it holds at least every vector committed before this call. With
+        ``db_path`` (a SQLite file) the arrays are the mapped vector file's."""
         gen = store.episode_generation()
         with self._lock:
             slot = self._slots.get((ns_id, model_id))
             # (a snapshot newer than `gen` holds all `gen` has: the generation only grows)
             if slot is not None and slot.generation >= gen:
                 return slot
-            count, max_rowid = store.vector_stats(ns_id, model_id)
-            # an erasure since: nothing of the old arrays may stay (a row count
-            # alone can miss one, when vectors were also added below max_rowid)
-            erasures = store.episode_erasures(ns_id)
-            if slot is None or count < slot.size or max_rowid < slot.max_rowid or erasures != slot.erasures:
-                slot = self._empty(dim, erasures)
-                for ann_key in [a for a in self._ann if a[:2] == (ns_id, model_id)]:
-                    del self._ann[ann_key]  # reloaded from its file (or rebuilt) at the next ANN search
-            fresh = self._append(store, slot, ns_id, model_id, gen)
-            if fresh.size != count:  # rows changed under us (erasures): reload everything
-                fresh = self._append(store, self._empty(dim, erasures), ns_id, model_id, gen)
+            if db_path and db_path != ":memory:":
+                vf = VectorFile(self._np, vector_file_path(db_path, ns_id, model_id), dim, FILE_CONTEXT)
+                fresh = self._file_slot(store, vf, ns_id, model_id, gen)
+            else:
+                count, max_rowid = store.vector_stats(ns_id, model_id)
+                # an erasure since: nothing of the old arrays may stay (a row count
+                # alone can miss one, when vectors were also added below max_rowid)
+                erasures = store.episode_erasures(ns_id)
+                if slot is None or count < slot.size or max_rowid < slot.max_rowid or erasures != slot.erasures:
+                    slot = self._empty(dim, erasures)
+                fresh = self._append(store, slot, ns_id, model_id, gen)
+                if fresh.size != count:  # rows changed under us (erasures): reload everything
+                    fresh = self._append(store, self._empty(dim, erasures), ns_id, model_id, gen)
             self._slots[(ns_id, model_id)] = fresh  # published: one atomic dict store
             return fresh
+
+    def _file_slot(self, store: EpisodeStore, vf: VectorFile, ns_id: int, model_id: int, gen: int) -> VectorSlot:
+        """The snapshot over the vector file, brought up to the store first
+        (extended with the new rows, or rebuilt when it is not a prefix of them).
+
+        A file marked with the store's current generation (nothing written
+        since it was checked) whose last row is the store's is used as it
+        is: a cold process opening a 1M-vector file skips the count of the
+        store's vectors (~70 ms)."""
+        view = vf.view()
+        erasures = store.episode_erasures(ns_id)
+        if not (view is not None and view.header.generation == gen and view.header.erasures == erasures
+                and self._prefix(store, view, ns_id, model_id, view.header.max_rowid, erasures)):
+            count, max_rowid = store.vector_stats(ns_id, model_id)
+            if view is None or view.header.count != count or not self._prefix(store, view, ns_id, model_id,
+                                                                               max_rowid, erasures):
+                with vf.locked():  # one writer across processes; another may have done it meanwhile
+                    view = self._sync_file(store, vf, ns_id, model_id, count, max_rowid, erasures)
+            if view.header.generation != gen:
+                with vf.locked():
+                    vf.mark(gen)  # (the rows hold every vector committed before `gen` was read)
+        np = self._np
+        n = view.header.count
+        return VectorSlot(dim=vf.dim, rowids=view.rowids, vecs=QMatrix(np, view.q, view.scales),
+                          recorded=view.recorded, occurred=view.occurred, sessions=view.sessions, generation=gen,
+                          max_rowid=view.header.max_rowid if n else 0, erasures=view.header.erasures,
+                          lineage=view.header.lineage, windows={FILE_CONTEXT: QMatrix(np, view.ctx, view.ctx_scales)})
+
+    def _sync_file(self, store: EpisodeStore, vf: VectorFile, ns_id: int, model_id: int, count: int,
+                   max_rowid: int, erasures: int) -> Any:
+        """Extend the file with the store's rows past it, or rebuild it when
+        it is not a prefix of them (under ``vf.locked()``); its new view."""
+        view = vf.view()
+        for attempt in range(2):
+            if view is None or attempt or not self._prefix(store, view, ns_id, model_id, max_rowid, erasures):
+                log.info("building the vector file %s", vf.path)
+                vf.create(count, erasures)
+                after = 0
+            else:
+                after = view.header.max_rowid
+            while True:
+                rows: list[Row] = store.load_vectors(ns_id, model_id, after, _LOAD_BATCH)
+                if not rows:
+                    break
+                vf.append(rows, erasures)
+                after = rows[-1][0]
+            view = vf.view()
+            assert view is not None
+            # fewer rows than counted: rows were stored below the file's last rowid, which
+            # appending misses; more: committed since the count (their rowids are past its
+            # last one), or else rows left the store (doctor --repair): rebuilt once
+            head = view.header
+            if head.count == count or (head.count > count and head.max_rowid > max_rowid):
+                break
+        return view
+
+    @staticmethod
+    def _prefix(store: EpisodeStore, view: Any, ns_id: int, model_id: int, max_rowid: int, erasures: int) -> bool:
+        """Whether the file's rows are the store's first rows (so new ones append)."""
+        head = view.header
+        if head.erasures != erasures or head.max_rowid > max_rowid:
+            return False
+        if head.count == 0:
+            return True
+        last = store.load_vectors(ns_id, model_id, head.max_rowid - 1, 1)
+        return bool(last) and last[0][0] == head.max_rowid and fingerprint(last[0]) == head.fingerprint
 
     def _append(self, store: EpisodeStore, slot: VectorSlot, ns_id: int, model_id: int, gen: int) -> VectorSlot:
         """A new snapshot: ``slot``'s rows and the stored ones after them."""
         np = self._np
         parts: list[list[Any]] = [[slot.rowids], [slot.recorded], [slot.occurred], [slot.sessions]]
         blocks = [slot.vecs]
-        codes = dict(slot.session_codes)
+        keys: dict[str | None, int] = {}
         max_rowid = slot.max_rowid
         while True:
             rows = store.load_vectors(ns_id, model_id, max_rowid, _LOAD_BATCH)
@@ -143,22 +223,22 @@ class VectorCache:
             parts[1].append(np.fromiter((r[3] for r in rows), np.int64, n))
             parts[2].append(np.fromiter((r[4] if r[4] is not None else r[3] for r in rows), np.int64, n))
             parts[3].append(np.fromiter(
-                (codes.setdefault(r[5], len(codes) + 1) if r[5] is not None else 0 for r in rows), np.int32, n))
+                (keys[r[5]] if r[5] in keys else keys.setdefault(r[5], session_key(r[5])) for r in rows), np.int64, n))
             max_rowid = int(rowids[-1])
             log.debug("loaded %d vectors (ns %d, model %d)", n, ns_id, model_id)
         if len(parts[0]) == 1:  # nothing new: the same arrays (and their context matrices)
             return replace(slot, generation=gen)
         rowids_, recorded, occurred, sessions = (frozen(np.concatenate(p)) for p in parts)
         return VectorSlot(dim=slot.dim, rowids=rowids_, vecs=QMatrix.concat(np, blocks), recorded=recorded,
-                          occurred=occurred, sessions=sessions, session_codes=MappingProxyType(codes), generation=gen,
-                          max_rowid=max_rowid, erasures=slot.erasures)
+                          occurred=occurred, sessions=sessions, generation=gen, max_rowid=max_rowid,
+                          erasures=slot.erasures, lineage=slot.lineage)
 
     def matrix(self, slot: VectorSlot, context: float) -> QMatrix:
         """The search matrix: each episode's vector, or with ``context > 0``
         ``normalize(context * prev + v + context * next)`` over its
-        neighbours in the same session (rowid order). Computed from the
-        snapshot's vectors a block of rows at a time and quantized like
-        them, cached with it."""
+        neighbours in the same session (rowid order). Read from the vector
+        file for its weight; otherwise computed from the snapshot's vectors
+        a block of rows at a time and quantized like them, cached with it."""
         if context <= 0 or slot.size == 0:
             return slot.vecs
         np = self._np
@@ -178,9 +258,8 @@ class VectorCache:
             parts = []
             for a, vecs in slot.vecs.blocks():
                 b = a + vecs.shape[0]
-                win = vecs + context * (has_prev[a:b] * slot.vecs.take(prev[a:b])
-                                        + has_next[a:b] * slot.vecs.take(nxt[a:b]))
-                win /= np.maximum(np.linalg.norm(win, axis=1, keepdims=True), 1e-12)
+                win = mix_context(np, vecs, slot.vecs.take(prev[a:b]), slot.vecs.take(nxt[a:b]),
+                                  has_prev[a:b], has_next[a:b], context)
                 parts.append(QMatrix.of_floats(np, win))
             matrix = QMatrix.concat(np, parts)
             slot.windows[context] = matrix
@@ -191,78 +270,101 @@ class VectorCache:
             self._slots.clear()
             self._ann.clear()
 
-    def ann_search(self, slot: VectorSlot, query: Any, k: int, f: EpisodeFilter,
-                   superseded: list[tuple[int, int, int]], context: float, path: str | None,
-                   key: tuple[int, int]) -> list[tuple[int, float]] | None:
-        """The approximate top-``k`` (or ``None`` when the exact search must answer)."""
-        if f.session is not None or f.since is not None or f.until is not None:
-            return None  # selective filters: exact search is both right and fast enough
-        hnsw = _hnswlib()
-        if hnsw is None:
-            return None
-        np = self._np
+    def index(self, slot: VectorSlot, context: float, path: str | None, key: tuple[int, int]) -> AnnIndex:
+        """The ANN index of ``key`` and ``context`` (opened from its file at first use)."""
         with self._lock:
             index = self._ann.get((*key, context))
             if index is None:
-                index = self._ann[(*key, context)] = AnnIndex(hnsw, slot.dim, _ann_path(path, key, context))
+                index = self._ann[(*key, context)] = AnnIndex(slot.dim, ann_path(path, key, context))
+        return index
+
+    def prepare(self, slot: VectorSlot, context: float, path: str | None, key: tuple[int, int],
+                complete: bool = False) -> bool:
+        """Build the ANN index now if it is missing or stale (a batch write
+        calls this, so that searches find it current) or, with ``complete``,
+        whenever rows past it exist."""
+        index = self.index(slot, context, path, key)
+        built = index.usable(slot)
+        if index.stale(slot) or (complete and built is not None and built.count < slot.size):
+            index.build(slot, self.matrix(slot, context))
+        return True
+
+    def ann_search(self, slot: VectorSlot, query: Any, k: int, f: EpisodeFilter,
+                   superseded: list[tuple[int, int, int]], context: float, path: str | None,
+                   key: tuple[int, int]) -> list[tuple[int, float]] | None:
+        """The approximate top-``k`` (or ``None`` when the exact search must
+        answer: no index yet — one is then built in the background — or a
+        selective filter). The index's rows are scored on the vectors they
+        had at its build (a turn's context vector may have changed since:
+        docs/evidence.md); the rows past it exactly."""
+        if f.session is not None or f.since is not None or f.until is not None:
+            return None  # selective filters: exact search is both right and fast enough
+        index = self.index(slot, context, path, key)
         matrix = self.matrix(slot, context)
-        if not index.sync(slot, matrix):
-            return None  # the index is ahead of this (older) snapshot on another lineage
-        gone = set(superseded_rowids(f, superseded))
-        ahead = max(0, index.count - slot.size)  # rows of a newer snapshot, skipped below
-        fetch = min(slot.size + ahead, k + len(gone) + 16 + ahead)
-        positions, sims = index.query(np.asarray(query, dtype=np.float32).reshape(1, -1), fetch)
-        out: list[tuple[int, float]] = []
-        for pos, sim in zip(positions, sims, strict=True):
-            if pos >= slot.size:
-                continue  # a row another thread's newer snapshot added: not in this one
-            rowid = int(slot.rowids[pos])
-            if (rowid in gone or (f.recorded_by is not None and int(slot.recorded[pos]) > f.recorded_by)
-                    or (f.occurred_by is not None and int(slot.occurred[pos]) > f.occurred_by)):
-                continue
-            out.append((rowid, float(sim)))
-            if len(out) == k:
-                break
+        built = index.usable(slot)
+        if built is None or index.stale(slot):
+            index.build_in_background(slot, matrix)
+        if built is None:
+            return None
+        np = self._np
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        gone = superseded_rowids(f, superseded)
+        rowids, scores = built.search(np, q, k, recorded_by=f.recorded_by, occurred_by=f.occurred_by,
+                                      gone=np.asarray(gone, np.int64) if gone else None)
+        out = [(int(r), float(s)) for r, s in zip(rowids.tolist(), scores.tolist(), strict=True)]
+        # and the rows the index does not cover yet
+        if built.count < slot.size:
+            out += self._exact(slot, matrix, q, k, f, superseded, start=built.count)
+        out.sort(key=lambda x: -x[1])
+        out = out[:k]
         if len(out) < min(k, slot.size - len(gone)) and (f.recorded_by is not None or f.occurred_by is not None):
-            return None  # the view filtered out too much: be exact
+            return None  # the view left too few in the probed lists: be exact
         return out
 
     def search(self, slot: VectorSlot, query: Any, k: int, f: EpisodeFilter,
                superseded: list[tuple[int, int, int]], context: float = 0.0) -> list[tuple[int, float]]:
         """``(rowid, cosine)`` best first, among the rows ``f`` allows (exact)."""
-        np = self._np
         if slot.size == 0 or k <= 0:
             return []
-        scores = self.matrix(slot, context).dot(np.asarray(query, dtype=np.float32).reshape(-1))
+        q = self._np.asarray(query, dtype=self._np.float32).reshape(-1)
+        return self._exact(slot, self.matrix(slot, context), q, k, f, superseded)
+
+    def _exact(self, slot: VectorSlot, matrix: QMatrix, q: Any, k: int, f: EpisodeFilter,
+               superseded: list[tuple[int, int, int]], start: int = 0) -> list[tuple[int, float]]:
+        """The exact top-``k`` among rows ``[start, size)``."""
+        np = self._np
+        if start:
+            matrix = QMatrix(np, matrix.q[start:], matrix.scales[start:])
+        scores = matrix.dot(q)
+        rowids = slot.rowids[start:]
         mask = None
 
         def both(m: Any) -> Any:
             return m if mask is None else (mask & m)
 
         if f.recorded_by is not None:
-            mask = both(slot.recorded <= f.recorded_by)
+            mask = both(slot.recorded[start:] <= f.recorded_by)
         if f.occurred_by is not None:
-            mask = both(slot.occurred <= f.occurred_by)
+            mask = both(slot.occurred[start:] <= f.occurred_by)
         if f.since is not None:
-            mask = both(slot.occurred >= f.since)
+            mask = both(slot.occurred[start:] >= f.since)
         if f.until is not None:
-            mask = both(slot.occurred < f.until)
+            mask = both(slot.occurred[start:] < f.until)
         if f.session is not None:
-            code = slot.session_codes.get(f.session)
-            mask = both(slot.sessions == (code if code is not None else -1))
+            mask = both(slot.sessions[start:] == session_key(f.session))
         if superseded:
             gone = superseded_rowids(f, superseded)
             if gone:
-                mask = both(~np.isin(slot.rowids, np.asarray(gone, np.int64)))
+                mask = both(~np.isin(rowids, np.asarray(gone, np.int64)))
         if mask is not None:
             scores = np.where(mask, scores, -np.inf)
-        k = min(k, slot.size)
-        if k < slot.size:
-            top = np.argpartition(-scores, k - 1)[:k]
-        else:
-            top = np.arange(slot.size)
+        size = int(scores.shape[0])
+        k = min(k, size)
+        if k <= 0:
+            return []
+        top = np.argpartition(-scores, k - 1)[:k] if k < size else np.arange(size)
         top = top[np.argsort(-scores[top], kind="stable")]
-        return [(int(slot.rowids[i]), float(scores[i])) for i in top if scores[i] > -np.inf]
+        return [(int(rowids[i]), float(scores[i])) for i in top if scores[i] > -np.inf]
 
 
 def superseded_rowids(f: EpisodeFilter, superseded: list[tuple[int, int, int]]) -> list[int]:
@@ -277,121 +379,16 @@ def superseded_rowids(f: EpisodeFilter, superseded: list[tuple[int, int, int]]) 
             if took_effect <= at and (known is None or recorded <= known)]
 
 
-def _hnswlib() -> Any:
-    try:
-        return importlib.import_module("hnswlib")
-    except ModuleNotFoundError:
-        return None
-
-
-def _ann_path(db_path: str | None, key: tuple[int, int], context: float) -> str | None:
-    if not db_path or db_path == ":memory:":
-        return None
-    return f"{db_path}.ann-{key[0]}-{key[1]}-{context:g}.bin"
-
-
 def drop_ann_files(db_path: str | None, ns_id: int) -> None:
-    """Delete the namespace's ANN files (every model and context weight):
-    after an erasure they hold the erased vector; the next ANN search
-    rebuilds them from the store."""
+    """Delete the namespace's vector and ANN files (every model and context
+    weight): after an erasure they hold the erased vector; the next search
+    rebuilds them from the store. (Lock files stay: a writer may hold one.)"""
     if not db_path or db_path == ":memory:":
         return
     for path in glob.glob(f"{glob.escape(db_path)}.ann-{ns_id}-*"):
+        if path.endswith(".lock"):
+            continue
         try:
             os.remove(path)
         except OSError as exc:
             log.warning("could not delete the ANN cache %s after an erasure: %s", path, exc)
-
-
-class AnnIndex:
-    """An HNSW index over one slot's search matrix, labels = array positions.
-
-    A cache: its sidecar JSON records how many rows (and the last rowid) it
-    holds; anything that does not match the store is rebuilt from it.
-    """
-
-    M = 16
-    EF_CONSTRUCTION = 100
-    EF_SEARCH = 400
-
-    def __init__(self, hnsw: Any, dim: int, path: str | None) -> None:
-        self._hnsw = hnsw
-        self.dim = dim
-        self.path = path
-        self.index: Any = None
-        self.count = 0
-        self.max_rowid = 0
-        self.erasures = 0
-        # the rowids of the snapshot last synced in this process (immutable):
-        # a thread with an older snapshot of the same rows may query the index
-        self._rowids: Any = None
-        self._generation = -1
-        self._lock = threading.Lock()
-        self._load()
-
-    def _load(self) -> None:
-        if self.path is None or not os.path.exists(self.path) or not os.path.exists(self.path + ".json"):
-            return
-        try:
-            with open(self.path + ".json", encoding="utf-8") as fh:
-                meta = json.load(fh)
-            index = self._hnsw.Index(space="ip", dim=self.dim)
-            index.load_index(self.path, max_elements=int(meta["count"]))
-            self.index, self.count, self.max_rowid = index, int(meta["count"]), int(meta["max_rowid"])
-            self.erasures = int(meta.get("erasures", 0))  # files from before erasures were counted: 0
-        except (OSError, ValueError, KeyError, RuntimeError) as exc:
-            log.warning("ANN cache %s unusable (%s); it will be rebuilt", self.path, exc)
-            self.index, self.count, self.max_rowid = None, 0, 0
-
-    def _save(self) -> None:
-        if self.path is None or self.index is None:
-            return
-        tmp = self.path + ".tmp"
-        self.index.save_index(tmp)
-        os.replace(tmp, self.path)
-        with open(self.path + ".json", "w", encoding="utf-8") as fh:
-            json.dump({"count": self.count, "max_rowid": self.max_rowid, "erasures": self.erasures}, fh)
-
-    def sync(self, slot: VectorSlot, matrix: QMatrix) -> bool:
-        """Bring the index up to the slot: add new rows (and re-add the row
-        before the first new one, whose context vector changed), or rebuild.
-        ``False`` when the index is ahead of ``slot`` (another thread synced a
-        newer snapshot) but not on its rows: the caller searches exactly."""
-        with self._lock:
-            n = slot.size
-            ahead = self._rowids
-            if self.index is not None and self.count > n and ahead is not None and slot.generation <= self._generation:
-                # an older snapshot: positions below n are its rows when both come
-                # from the same arrays grown by appends (the caller skips the others)
-                return self.erasures == slot.erasures and (n == 0 or int(ahead[n - 1]) == int(slot.rowids[n - 1]))
-            consistent = (
-                self.index is not None and self.count <= n and self.erasures == slot.erasures
-                and (self.count == 0 or int(slot.rowids[self.count - 1]) == self.max_rowid)
-            )
-            if not consistent:
-                log.info("building ANN index over %d vectors", n)
-                index = self._hnsw.Index(space="ip", dim=self.dim)
-                index.init_index(max_elements=max(n, 1), ef_construction=self.EF_CONSTRUCTION, M=self.M)
-                index.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
-                self.index, self.count, self.erasures = index, 0, slot.erasures
-            self._rowids, self._generation = slot.rowids, slot.generation
-            if self.count == n:
-                return True
-            assert self.index is not None
-            if n > self.index.get_max_elements():
-                self.index.resize_index(max(n, int(self.index.get_max_elements() * 1.5)))
-            start = max(0, self.count - 1)
-            np_ = importlib.import_module("numpy")
-            for a, block in matrix.blocks(start, n):  # dequantized a bounded block at a time
-                self.index.add_items(block, np_.arange(a, a + block.shape[0]))
-            self.count = n
-            self.max_rowid = int(slot.rowids[n - 1])
-            self._save()
-            return True
-
-    def query(self, q: Any, k: int) -> tuple[list[int], list[float]]:
-        with self._lock:
-            assert self.index is not None
-            self.index.set_ef(max(self.EF_SEARCH, k + 10))
-            labels, dists = self.index.knn_query(q, k=k)
-        return [int(x) for x in labels[0]], [1.0 - float(d) for d in dists[0]]
