@@ -22,6 +22,9 @@ predicates, 6 single-valued). Phases, per size N, on one SQLite file:
   same N rows into one table with two indexes in one transaction (names as
   text, times as text), and 1,000 subject look-ups on it.
 
+``--pg URL`` runs the chronomem phases on PostgreSQL (one schema per
+store, dropped before its bulk load); the peak RSS is then the client's.
+
 ``--trace PHASE`` runs that phase under :mod:`tracemalloc` and prints the 20
 lines holding the most memory at its peak (slower, and its RSS figure then
 includes tracemalloc's own bookkeeping).
@@ -187,6 +190,13 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def _drop_schema(url: str, schema: str) -> None:
+    import psycopg  # noqa: PLC0415
+
+    with psycopg.connect(url, autocommit=True) as con:
+        con.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="100000", help="comma-separated fact counts")
@@ -196,6 +206,9 @@ def main() -> None:
                     help="add_facts parts of this many items (chronomem.service.facts.FLUSH_ROWS)")
     ap.add_argument("--keep", default="", help="keep the stores in this directory")
     ap.add_argument("--json", default="", help="also write the figures to this file (- for stdout)")
+    ap.add_argument("--pg", default="", metavar="URL",
+                    help="run the chronomem phases on this PostgreSQL database (a schema per store, dropped "
+                         "first), the plain-sqlite3 floor stays on SQLite")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
@@ -218,10 +231,16 @@ def main() -> None:
                     db = tmp / f"plain-{n}.db"
                 else:
                     db = tmp / f"chunked-{n}.db"
-                if phase in ("bulk-one", "bulk-50k", "sqlite-load"):
+                target = str(db)
+                if args.pg and not phase.startswith("sqlite") and phase != "import":
+                    schema = "factmem_" + db.stem.replace("-", "_")
+                    target = f"{args.pg}{'&' if '?' in args.pg else '?'}schema={schema}"
+                    if phase in ("bulk-one", "bulk-50k"):
+                        _drop_schema(args.pg, schema)
+                elif phase in ("bulk-one", "bulk-50k", "sqlite-load"):
                     for f in tmp.glob(db.name + "*"):
                         f.unlink()
-                res = run({"phase": phase, "n": n, "db": str(db), "trace": phase == args.trace,
+                res = run({"phase": phase, "n": n, "db": target, "trace": phase == args.trace,
                            "flush_rows": args.flush_rows})
                 print(f"{phase:<12} {n:>9,} {res['rss_mb']:>12.0f} {res['seconds']:>9.1f} {res['cpu_s']:>7.1f}",
                       flush=True)

@@ -196,3 +196,24 @@ def test_add_facts_in_parts_is_still_one_transaction(tmp_path: Path, monkeypatch
         assert mem.facts() == [] and mem.entities() == []
         assert len(mem.add_facts(items[:12])) == 12
         assert len(mem.facts()) == 12
+
+
+@pytest.mark.parametrize("limit", [10, 100_000])
+def test_a_bulk_load_into_a_namespace_past_the_prefetch_bound_reads_each_group(
+        make_memory: Any, monkeypatch: pytest.MonkeyPatch, limit: int) -> None:
+    """PostgreSQL's bulk mode reads a namespace's believed versions at once,
+    up to ``_PREFETCH_MAX`` (counted first: reading them to find too many held
+    them all); past it, group by group. Both give the same answers (SQLite
+    runs the same workload as the reference)."""
+    from chronomem.store.postgres import tx as pg_tx
+
+    monkeypatch.setattr(pg_tx, "_PREFETCH_MAX", limit)
+    mem = make_memory()
+    mem.define_predicate("status", cardinality="one")
+    mem.add_facts([(f"E{i}", "status", "on", "2020") for i in range(150)])
+    # 150 groups read again in one transaction: past _BULK_MISSES, so the prefetch is tried
+    ids = mem.add_facts([(f"E{i}", "status", "off" if i % 2 else "on", "2021") for i in range(150)])
+    assert len(set(ids)) == 150
+    now = {f.subject: f.object for f in mem.facts(predicate="status")}
+    assert now == {f"E{i}": "off" if i % 2 else "on" for i in range(150)}
+    assert len(mem.facts(predicate="status", as_of="2020-06")) == 150
