@@ -277,10 +277,11 @@ def train(np: Any, q: Any, scales: Any, count: int, nlist: int, seed: int = 0, i
 
 
 def _nearest(np: Any, x: Any, c: Any) -> Any:
-    """The nearest centroid of each float row of ``x`` (a block at a time)."""
+    """The nearest centroid of each row of ``x`` (float, or int8 as stored;
+    converted to float32 a block at a time)."""
     out = np.empty(x.shape[0], np.int64)
     for a in range(0, x.shape[0], _BLOCK):
-        out[a:a + _BLOCK] = np.argmax(x[a:a + _BLOCK] @ c.T, axis=1)
+        out[a:a + _BLOCK] = np.argmax(x[a:a + _BLOCK].astype(np.float32) @ c.T, axis=1)
     return out
 
 
@@ -290,10 +291,7 @@ def build_index(np: Any, q: Any, scales: Any, rowids: Any, recorded: Any, occurr
     nlist = min(nlist_for(count), count)
     c = train(np, q, scales, count, nlist)
     nlist = int(c.shape[0])
-    assign = np.empty(count, np.int64)
-    for a in range(0, count, _BLOCK):
-        b = min(count, a + _BLOCK)
-        assign[a:b] = np.argmax(q[a:b].astype(np.float32) @ c.T, axis=1)  # (a row's scale does not change it)
+    assign = _nearest(np, q[:count], c)  # (on the int8 rows: a row's scale does not change its nearest)
     order = np.argsort(assign, kind="stable")
     offsets = np.zeros(nlist + 1, np.int64)
     np.cumsum(np.bincount(assign, minlength=nlist), out=offsets[1:])
