@@ -295,3 +295,22 @@ def test_an_index_is_the_same_bytes_from_the_same_rows_and_survives_a_round_trip
         fh.truncate(5000)
     assert _read(path, np) is None  # torn: never read
     assert not (tmp_path / "i.ivf.tmp").exists()
+
+
+def test_prepare_search_waits_for_a_build_a_search_started(tmp_path: Path) -> None:
+    """A search that finds no index starts one in the background;
+    ``prepare_search`` right after waits for it (it does not return while a
+    build holds the lock) and leaves an index that covers every row."""
+    db = tmp_path / "m.db"
+    cfg = dataclasses.replace(SearchConfig.preset("dense"), ann_threshold=1)
+    with chronomem.open(db, embedder=HashEmbedder()) as mem:
+        mem.add_episodes([{"text": _turn(i), "session": f"s{i % 3}"} for i in range(200)])
+        for _ in range(5):
+            for p in tmp_path.glob("m.db.ann-*.ivf"):
+                p.unlink()
+            mem._embedding.forget_vectors()
+            mem.search("violin", config=cfg, view="raw")  # (no index: exact, and a build starts)
+            assert mem.prepare_search(cfg)["ann"]
+            index = mem._embedding.vectors()._ann[(1, 1, FILE_CONTEXT)]
+            assert index.built is not None and index.built.count == 200
+            assert list(tmp_path.glob("m.db.ann-*.ivf"))

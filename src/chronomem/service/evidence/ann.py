@@ -315,6 +315,7 @@ class AnnIndex:
         self.built: Built | None = None
         self._building = False
         self._lock = threading.Lock()
+        self._build_lock = threading.Lock()  # (in memory: the builds' lock, as the file lock is on disk)
         if path is not None and os.path.exists(path):
             self.built = _read(path, self._np)
             if self.built is None:
@@ -334,15 +335,23 @@ class AnnIndex:
         delta = slot.size - built.count
         return delta > max(DELTA_MIN, int(built.count * DELTA_SHARE))
 
-    def build(self, slot: VectorSlot, matrix: QMatrix) -> None:
-        """Build the index over all of ``slot`` and publish it."""
-        with self._file_lock() as mine:
+    def build(self, slot: VectorSlot, matrix: QMatrix, *, wait: bool = False) -> None:
+        """Build the index over all of ``slot`` and publish it. A build in
+        progress elsewhere (another process, or this one's background thread)
+        is left to finish; with ``wait`` (``prepare_search``) this waits for
+        it and builds only if what it wrote does not cover ``slot``."""
+        with self._file_lock(wait) as mine:
             if not mine:
-                return  # another process builds it; the next search picks it up
+                return  # another builder has it; the next search picks it up
             np = self._np
             n = slot.size
             if n == 0:
                 return
+            if wait:  # (what a build we waited for left)
+                done = _read(self.path, np) if self.path is not None else self.built
+                if done is not None and done.covers(slot) and done.count == n:
+                    self.built = done
+                    return
             log.info("building the ANN index over %d vectors", n)
             built = build_index(np, matrix.q, matrix.scales, slot.rowids, slot.recorded, slot.occurred, n,
                                 slot.erasures, slot.lineage)
@@ -373,14 +382,19 @@ class AnnIndex:
         _BUILDS.add(thread)
 
     @contextlib.contextmanager
-    def _file_lock(self) -> Any:
-        if self.path is None:
-            yield True
+    def _file_lock(self, wait: bool = False) -> Any:
+        if self.path is None:  # (in memory: one build at a time in this process)
+            got = self._build_lock.acquire(blocking=wait)
+            try:
+                yield got
+            finally:
+                if got:
+                    self._build_lock.release()
             return
         fd = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 yield False
                 return

@@ -286,7 +286,7 @@ class VectorCache:
         index = self.index(slot, context, path, key)
         built = index.usable(slot)
         if index.stale(slot) or (complete and built is not None and built.count < slot.size):
-            index.build(slot, self.matrix(slot, context))
+            index.build(slot, self.matrix(slot, context), wait=True)
         return True
 
     def ann_search(self, slot: VectorSlot, query: Any, k: int, f: EpisodeFilter,
