@@ -314,3 +314,10 @@ def test_prepare_search_waits_for_a_build_a_search_started(tmp_path: Path) -> No
             index = mem._embedding.vectors()._ann[(1, 1, FILE_CONTEXT)]
             assert index.built is not None and index.built.count == 200
             assert list(tmp_path.glob("m.db.ann-*.ivf"))
+
+
+def test_the_vector_file_holds_the_default_context_weight() -> None:
+    """``FILE_CONTEXT`` is the weight the mapped file precomputes; a search
+    with another ``dense_context`` mixes in the process. The default search
+    must be the one the file serves."""
+    assert SearchConfig().dense_context == FILE_CONTEXT
