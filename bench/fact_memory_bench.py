@@ -88,10 +88,12 @@ def _peak_hook(spec: dict[str, Any], out: dict[str, Any]) -> Any:
 
     orig = unit_of_work.UnitOfWork.flush
 
-    def flush(self: Any) -> None:
+    def flush(self: Any, *, last: bool = True) -> None:
+        # each flush of a big part (add_facts hands a batch over in parts):
+        # the report of the last one stays
         if self._work is not None and len(self._work.new_rows) > 1000:
             _trace_report(spec, out)
-        orig(self)
+        orig(self, last=last)
 
     unit_of_work.UnitOfWork.flush = flush  # type: ignore[method-assign]
     return orig

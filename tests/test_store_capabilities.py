@@ -20,7 +20,7 @@ EXPECTED = {
     "sqlite": (SQLiteStore, Capabilities(episodes=True, entity_prefix_search=True, local_path=None,
                                          flush_in_parts=True)),
     "postgres": (PostgresStore, Capabilities(episodes=True, entity_prefix_search=True, local_path=None,
-                                             read_replica=True)),
+                                             read_replica=True, flush_in_parts=True)),
 }
 
 

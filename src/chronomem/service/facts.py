@@ -25,7 +25,7 @@ from .gcpause import paused_gc
 from .reads import FactReads
 from .scope import Scope
 from .suggest import unknown_entity
-from .unit_of_work import writing
+from .unit_of_work import UnitOfWork, writing
 
 __all__ = ["FactWrites"]
 
@@ -132,16 +132,10 @@ class FactWrites:
         redirects: dict[str, str] = {}
         # a batch keeps every new row alive until it commits: no full-heap GC passes meanwhile
         with paused_gc(), writing(self._scope) as uow:
-            work = uow.work
             builder = uow.builder
-            step = FLUSH_ROWS if uow.tx.capabilities.flush_in_parts else 0
+            step = FLUSH_ROWS if uow.tx.capabilities.flush_in_parts else MAX_BATCH + 1
+            part: list[tuple[Row, bool]] = []
             for index, item in enumerate(items):
-                if step and index and index % step == 0:
-                    # the items so far go to the store (same transaction): a later
-                    # item replacing one of their versions deletes it again
-                    redirects.update(work.redirects)
-                    uow.flush(last=False)
-                    work = uow.work
                 if index == MAX_BATCH:
                     raise LimitExceededError("add_facts() items", MAX_BATCH, None, unit="items")
                 try:
@@ -154,18 +148,39 @@ class FactWrites:
                         raise InvalidInputError(
                             "an item must be a dict or a tuple (subject, predicate, object[, valid_from[, valid_to]])"
                         )
-                    cand, single = builder.build(mapping)
+                    part.append(builder.build(mapping))
                 except InvalidInputError as exc:
                     exc.args = (f"item {index}: {exc}",)  # keeps the type and fields (e.g. InvalidTimeError.field)
                     raise
-                result, _status = work.place(cand, single=single)
-                ids.append(result.fact_id)
+                if len(part) == step:
+                    # the items so far go to the store (same transaction): a later
+                    # item replacing one of their versions deletes it again
+                    redirects.update(self._place(uow, part, ids, last=False).redirects)
+                    part = []
+            work = self._place(uow, part, ids, last=True)
         redirects.update(work.redirects)
         if redirects:
             # an item's fact may have been folded into another by a later item
             work.redirects = redirects
             ids = [work.final_id(i) for i in ids]
         return ids
+
+    @staticmethod
+    def _place(uow: UnitOfWork, part: list[tuple[Row, bool]], ids: list[str], *, last: bool) -> TxWork:
+        """Place one part's candidates (their groups read at once where the
+        store can), append their fact ids, and hand the work to the store
+        unless it is the ``last`` part (the unit of work flushes that one at
+        commit); the part's work (its ``redirects``: facts folded by coalescing)."""
+        if part:
+            uow.tx.prefetch_believed(list({(c.subject_id, c.predicate_id) for c, _single in part}))
+        work = uow.work
+        place = work.place
+        for cand, single in part:
+            result, _status = place(cand, single=single)
+            ids.append(result.fact_id)
+        if not last:
+            uow.flush(last=False)
+        return work
 
     def invalidate(
         self,

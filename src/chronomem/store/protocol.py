@@ -213,9 +213,8 @@ class Capabilities:
     # answers the reads allowed there: ``docs/postgres.md``, "Read replica")
     read_replica: bool = False
     # ``add_facts`` may hand its transaction's work to the store in parts
-    # (chronomem.service.facts.FLUSH_ROWS), so a huge batch's memory stays flat;
-    # PostgreSQL's bulk mode (prefetched groups, pending entities, the single
-    # flags) counts on one flush per batch
+    # (chronomem.service.facts.FLUSH_ROWS), so a huge batch's memory stays flat
+    # (both backends; False for a store whose transaction needs the whole batch)
     flush_in_parts: bool = False
 
 
@@ -279,6 +278,10 @@ class WriteTx(Protocol):
                          description: str | None, aliases: Sequence[tuple[str, str]]) -> PredicateRecord: ...
 
     # fact versions
+    # a part of add_facts begins: the groups whose believed versions it will ask
+    # for next (a store may read them in one query; what earlier parts wrote
+    # is in the store now)
+    def prefetch_believed(self, groups: Sequence[tuple[int, int]]) -> None: ...
     def believed_rows(self, subject_id: int, predicate_id: int) -> list[Row]: ...
     def rows_of_fact(self, fact_id: str) -> list[Row]: ...
     def existing_fact_ids(self, fact_ids: Sequence[str]) -> set[str]: ...

@@ -98,7 +98,8 @@ class PostgresStore(PgNameReadsMixin, RowReadsMixin, PgEpisodeStoreMixin, PgHeal
     token_sql = TokenSQL(POSTGRES)
     pgvector = False
     # episodes, prefix search and a read replica; a server store has no local file
-    capabilities = Capabilities(episodes=True, entity_prefix_search=True, local_path=None, read_replica=True)
+    capabilities = Capabilities(episodes=True, entity_prefix_search=True, local_path=None, read_replica=True,
+                                flush_in_parts=True)
 
     def __init__(self, url: str, *, clock: Any = None, pool_size: int = 4, connect_timeout: float = 10.0,
                  durability: str = "normal", busy_timeout: float = 30.0,

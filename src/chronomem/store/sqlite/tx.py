@@ -132,6 +132,10 @@ class SQLiteTx(BaseTx, EpisodeTxMixin, TokenTxMixin):
         return rec
 
     # -- fact versions --------------------------------------------------
+    def prefetch_believed(self, groups: Sequence[tuple[int, int]]) -> None:
+        """Nothing: a group read from a local file costs microseconds, and a
+        read of many at once would only hold more in memory."""
+
     def believed_rows(self, subject_id: int, predicate_id: int) -> list[Row]:
         return [Row(*r) for r in self.con.execute(self.sql.believed, (subject_id, predicate_id))]
 
