@@ -23,6 +23,7 @@ overlaps the hits' times (bounded by ``_FACTS_PER_READ``).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import TYPE_CHECKING, Sequence
 
 from ...core.models import Fact
@@ -53,10 +54,18 @@ def _words(text: str) -> list[str]:
 
 
 def _word_key(word: str) -> str:
+    # hits repeat the same words: a short one is normalized once per process
+    return _short_word_key(word) if len(word) <= 64 else _key_of(word)
+
+
+def _key_of(word: str) -> str:
     try:
         return normalize_key(word, "name")
     except InvalidInputError:  # nothing left after normalization ("_")
         return ""
+
+
+_short_word_key = lru_cache(maxsize=1 << 16)(_key_of)
 
 
 def _grams(words: list[str]) -> set[str]:

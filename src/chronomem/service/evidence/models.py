@@ -192,7 +192,7 @@ class SearchConfig:
       BM25 scores every episode that holds a query term, so this bounds its
       cost whatever the store's size; the terms it drops are the question's
       most common, which weigh least in BM25. 0 switches it off.
-    * ``ann_threshold``: from this many vectors on, dense search uses the HNSW
+    * ``ann_threshold``: from this many vectors on, dense search uses the ANN
       index (an inverted file, docs/evidence.md "At scale") instead of the exact product.
     * ``dense_context``: weight of the neighbouring turns (same session) mixed
       into each stored vector at search time (0: the turn alone).
