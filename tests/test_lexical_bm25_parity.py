@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 import chronomem
 from chronomem import FakeClock, Memory
 from chronomem.core.time import to_us
+from chronomem.errors import InvalidInputError
 from chronomem.service.evidence import SearchConfig
 from chronomem.service.evidence.episodes import episode_store
 from chronomem.service.evidence.lexical import fts_query
@@ -88,11 +89,12 @@ def _fill(mem: Memory, items: Sequence[dict[str, Any]], supersede: Sequence[tupl
     return ids
 
 
-def _ranked(mem: Memory, query: str, f: EpisodeFilter, limit: int) -> list[tuple[str, float]]:
+def _ranked(mem: Memory, query: str, f: EpisodeFilter, limit: int,
+            weights: tuple[float, float, float, float] = WEIGHTS) -> list[tuple[str, float]]:
     match = fts_query(query)
     assert match is not None
     es = episode_store(mem.store)
-    hits = es.lexical_search(match, f, limit, WEIGHTS)
+    hits = es.lexical_search(match, f, limit, weights)
     # (episode ids are the store's own: an episode is known by what was written)
     recs = es.episodes_by_rowids([r for r, _s in hits])
     ids = {r.rowid: f"{r.session}|{r.occurred_at}|{r.speaker}|{r.text}" for r in recs}
@@ -155,14 +157,30 @@ def test_the_top_10_and_scores_are_fts5s(both: tuple[Memory, Memory], view: str)
     assert checked >= 25  # the queries find something
 
 
+@pytest.mark.parametrize("weights", [(2.0, 0.5, 0.0, 1.0), (1.0, 1.0, 1.0, 1.0), (0.3, 3.0, 0.6, 0.0)])
+def test_other_column_weights_rank_alike(both: tuple[Memory, Memory],
+                                         weights: tuple[float, float, float, float]) -> None:
+    """Weights above 1 and 0 (PostgreSQL's ts_rank_cd takes them in [0, 1]: scaled)."""
+    lite, pg = both
+    for q in QUERIES:
+        assert_same_ranking(_ranked(lite, q, _filters(lite)["raw"], 40, weights),
+                            _ranked(pg, q, _filters(pg)["raw"], 40, weights), 10, f"{weights}: {q}")
+
+
+def test_a_negative_weight_is_refused_on_postgres(both: tuple[Memory, Memory]) -> None:
+    _lite, pg = both
+    with pytest.raises(InvalidInputError, match="must not be negative"):
+        _ranked(pg, "dog", _filters(pg)["raw"], 10, (1.0, -1.0, 0.5, 0.5))
+
+
 def test_search_with_the_lexical_preset_agrees(both: tuple[Memory, Memory]) -> None:
     lite, pg = both
     for q in QUERIES[:10]:
         for view in ("as_world", "as_recorded"):
-            a, b = ([(h.episode.session, h.episode.text, round(h.score, 9))
+            a, b = ([(f"{h.episode.session}|{h.episode.text}", h.score)
                      for h in mem.search(q, k=10, view=view, config="lexical", at="2023-05-01")]
                     for mem in (lite, pg))
-            assert a == b, (q, view)
+            assert_same_ranking(a, b, 10, f"{view}: {q}")
 
 
 def test_the_index_holds_fts5s_tokens(both: tuple[Memory, Memory]) -> None:
