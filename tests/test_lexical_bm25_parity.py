@@ -14,6 +14,7 @@ filling another namespace leaves a namespace's scores as they were.
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import random
 import uuid
 from pathlib import Path
@@ -303,3 +304,15 @@ def pg_url(request: pytest.FixtureRequest) -> str:
     """One PostgreSQL schema for every Hypothesis example: each writes a
     namespace of its own (the statistics are per namespace)."""
     return pg_schema_url(request)
+
+
+def test_a_forked_child_tokenizes_with_a_table_of_its_own() -> None:
+    from chronomem.store.postgres import fts5_bm25
+
+    assert query_phrases(["Running"]) == [("run",)]  # the parent's table exists now
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        fresh = getattr(fts5_bm25._local, "con", None) is None
+        os._exit(0 if fresh and query_phrases(["Cafés"]) == [("cafe",)] else 1)
+    _pid, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

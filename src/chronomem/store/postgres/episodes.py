@@ -7,9 +7,10 @@ Lexical search ranks as SQLite's FTS5 does (issue 16): an episode's index
 row holds the tokens FTS5's ``porter unicode61 remove_diacritics 2``
 tokenizer makes of its four columns, as a ``tsvector`` weighted A-D by
 column (GIN-indexed), beside its namespace and token count; the score is
-FTS5's ``bm25`` over the namespace's statistics, computed in SQL from the
-matched rows' tsvectors (:mod:`chronomem.store.postgres.fts5_bm25` says how,
-and PostgreSQL's limits). FTS5's MATCH string (quoted terms joined with OR,
+FTS5's ``bm25`` over the namespace's statistics, computed in one SQL
+statement over the matched rows (each phrase's weighted frequency by
+``ts_rank_cd``: see ``_BM25``; :mod:`chronomem.store.postgres.fts5_bm25`
+gives the formula and PostgreSQL's limits). FTS5's MATCH string (quoted terms joined with OR,
 from :func:`chronomem.service.evidence.lexical.fts_query`) is turned into a
 ``tsquery`` of the same tokens. Vectors: ``bytea`` of int8 and a ``real``
 scale (:mod:`chronomem.core.quantize`, as on SQLite); with pgvector, also the

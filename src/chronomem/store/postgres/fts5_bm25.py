@@ -40,6 +40,7 @@ negation). N, avgdl and n_i are the namespace's (FTS5's span the file).
 from __future__ import annotations
 
 import hashlib
+import os
 import sqlite3
 import threading
 from typing import Sequence
@@ -61,6 +62,17 @@ _WEIGHTS = "ABCD"
 Token = tuple[str, int, int]
 
 _local = threading.local()
+
+
+def _forget_in_child() -> None:
+    """A forked child makes its own tokenizer (SQLite connections are not to
+    be used across a fork)."""
+    global _local
+    _local = threading.local()
+
+
+if hasattr(os, "register_at_fork"):  # pragma: no branch - POSIX
+    os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def _tokenizer() -> sqlite3.Connection:
