@@ -1,8 +1,9 @@
 """Episodes (evidence memory) on PostgreSQL: the same scenarios on both
 backends give the same answers — dense search identical (the vectors are the
 same float32 values and the ANN index is the client's), lexical search
-(tsvector 'simple' vs FTS5) finding the same episodes, views, supersession,
-erasure and Chinese text."""
+(FTS5's tokens and bm25 on both; tests/test_lexical_bm25_parity.py checks
+the scores) finding the same episodes, views, supersession, erasure and
+Chinese text."""
 
 from __future__ import annotations
 

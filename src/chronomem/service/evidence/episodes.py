@@ -11,6 +11,7 @@ import logging
 from typing import Any, Callable, Iterable, Literal, Mapping, Sequence, cast
 
 from ...core.ids import new_id
+from ...core.index_text import METADATA_TEXT_KEYS, metadata_text
 from ...core.limits import (
     MAX_BATCH,
     MAX_EPISODE_CHARS,
@@ -56,7 +57,7 @@ __all__ = ["EpisodeNotFoundError", "Episodes", "episode_store", "supersede_in"]
 
 log = logging.getLogger("chronomem.evidence")
 
-_METADATA_TEXT_KEYS = ("caption", "blip_caption", "title", "tags", "summary", "links")
+_METADATA_TEXT_KEYS = METADATA_TEXT_KEYS
 _EMBED_BATCH = 256
 
 
@@ -96,13 +97,7 @@ def index_parts(rec: EpisodeRecord, prev: EpisodeRecord | None, nxt: EpisodeReco
     if rec.occurred_at is not None:
         d = local_datetime(rec.occurred_at, rec.occurred_prec, tz)
         context.append(f"{d.strftime('%B')} {d.year}")
-    metadata = json.loads(rec.metadata) if rec.metadata else {}
-    for key in _METADATA_TEXT_KEYS:
-        value = metadata.get(key)
-        if isinstance(value, str):
-            context.append(value)
-        elif isinstance(value, list):
-            context.extend(str(v) for v in value)
+    context.extend(metadata_text(json.loads(rec.metadata) if rec.metadata else {}))
     neighbors = " ".join(r.text for r in (prev, nxt) if r is not None)
     return cjk_bigrams(rec.text), rec.speaker or "", cjk_bigrams(" ".join(context)), cjk_bigrams(neighbors)
 

@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import re
 
+from ...core.index_text import cjk_bigrams
+
 __all__ = ["STOPWORDS", "cjk_bigrams", "fts_query", "query_terms"]
 
-# Han, Hiragana, Katakana, Hangul, Thai, Lao, Khmer, Myanmar
-_CJK = re.compile(
-    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u0e00-\u0eff\u1780-\u17ff\u1000-\u109f]+"
-)
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 
 STOPWORDS = frozenset(
@@ -30,19 +28,6 @@ STOPWORDS = frozenset(
     also ever any anything something thing things get got go going gone like likely kind much many
     ago""".split()
 )
-
-
-def cjk_bigrams(text: str) -> str:
-    """Rewrite runs of unsegmented script as space-separated bigrams
-    (a one-character run stays as it is)."""
-
-    def repl(m: re.Match[str]) -> str:
-        run = m.group(0)
-        if len(run) == 1:
-            return f" {run} "
-        return " " + " ".join(run[i:i + 2] for i in range(len(run) - 1)) + " "
-
-    return _CJK.sub(repl, text)
 
 
 def query_terms(text: str, *, keep_stopwords: bool = False) -> list[str]:

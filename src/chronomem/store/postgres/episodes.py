@@ -3,15 +3,19 @@ vectors and the tsvector lexical index, all written in the caller's
 transaction. The PostgreSQL counterpart of :mod:`chronomem.store.sqlite.episodes`;
 what both backends do alike is in :mod:`chronomem.store.sql.episodes`.
 
-Lexical search: a weighted ``tsvector`` per episode with the ``simple``
-configuration (language-neutral: no stemming and no stop-word list, so
-Chinese bigrams, mixed scripts and names index as they are) and a GIN index;
-ranked with ``ts_rank_cd`` and the four column weights. FTS5's MATCH string
-(quoted terms joined with OR, from :func:`chronomem.service.evidence.lexical.fts_query`)
-is turned into the equivalent ``tsquery``. Vectors: ``bytea`` of int8 and a
-``real`` scale (:mod:`chronomem.core.quantize`, as on SQLite); with pgvector,
-also the float32 vector as written in a ``vector`` column and an HNSW index
-per model for SQL users.
+Lexical search ranks as SQLite's FTS5 does (issue 16): an episode's index
+row holds the tokens FTS5's ``porter unicode61 remove_diacritics 2``
+tokenizer makes of its four columns, as a ``tsvector`` weighted A-D by
+column (GIN-indexed), beside its namespace and token count; the score is
+FTS5's ``bm25`` over the namespace's statistics, computed in one SQL
+statement over the matched rows (each phrase's weighted frequency by
+``ts_rank_cd``: see ``_BM25``; :mod:`chronomem.store.postgres.fts5_bm25`
+gives the formula and PostgreSQL's limits). FTS5's MATCH string (quoted terms joined with OR,
+from :func:`chronomem.service.evidence.lexical.fts_query`) is turned into a
+``tsquery`` of the same tokens. Vectors: ``bytea`` of int8 and a ``real``
+scale (:mod:`chronomem.core.quantize`, as on SQLite); with pgvector, also the
+float32 vector as written in a ``vector`` column and an HNSW index per model
+for SQL users.
 """
 
 from __future__ import annotations
@@ -22,10 +26,11 @@ from array import array
 from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 from ...core.quantize import quantize
-from ...errors import StoreError
+from ...errors import InvalidInputError, StoreError
 from ..protocol import EpisodeFilter
 from ..sql.dialect import POSTGRES
 from ..sql.episodes import BaseEpisodeStore, BaseEpisodeTx, EpisodeSQL, pruned_query
+from .fts5_bm25 import K1, B, lexeme, query_phrases, tokenize_rows, tsquery_literal, tsvector_literal
 
 if TYPE_CHECKING:  # pragma: no cover
     import psycopg
@@ -33,10 +38,45 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["PgEpisodeStoreMixin", "PgEpisodeTxMixin", "tsquery_terms"]
 
 _SQL = EpisodeSQL(POSTGRES)
-_TSV = (
-    "setweight(to_tsvector('simple', %s), 'A') || setweight(to_tsvector('simple', %s), 'B') || "
-    "setweight(to_tsvector('simple', %s), 'C') || setweight(to_tsvector('simple', %s), 'D')"
+_INDEX_ROW = (
+    "INSERT INTO episodes_fts (rowid, ns_id, dl, tsv) SELECT e.rowid, e.ns_id, %s, %s::tsvector "
+    "FROM episodes e WHERE e.rowid = %s "
+    "ON CONFLICT (rowid) DO UPDATE SET ns_id = EXCLUDED.ns_id, dl = EXCLUDED.dl, tsv = EXCLUDED.tsv"
 )
+# bm25 of every row of the namespace that matches the tsquery (FTS5's
+# fts5Bm25Function; the matched rows give n_i, the namespace's N and avgdl
+# come as parameters), then the filter and the limit. f_i, the column weights
+# summed over the phrase's occurrences in the row, is ts_rank_cd of the
+# phrase alone without normalisation: each occurrence is a cover of its own
+# (its lexemes at consecutive positions of one column), worth the weight of
+# its column (ts_rank_cd takes weights in [0, 1], in the order D, C, B, A:
+# they come scaled by the largest, which multiplies the rank back; float4,
+# so f_i is exact to ~1e-7). Reading the term frequencies from the tsvector
+# instead (unnest) took 5 times as long at 100k episodes (docs/postgres.md).
+# Parameters: the phrase numbers, each phrase's tsquery, the namespace, the
+# query's tsquery, the scaled weights, the scale, N, k1, k1, b, b, avgdl, the
+# filter's parameters, the limit.
+_BM25 = """
+WITH q (phrase, query) AS (SELECT * FROM unnest(%s::int[], %s::tsquery[])),
+m AS MATERIALIZED (
+    SELECT x.rowid, x.dl, x.tsv FROM episodes_fts x WHERE x.ns_id = %s AND x.tsv @@ %s::tsquery
+),
+f AS (
+    SELECT m.rowid, m.dl, q.phrase, ts_rank_cd(%s::float4[], m.tsv, q.query, 0) * %s::float8 AS f
+    FROM m CROSS JOIN q WHERE m.tsv @@ q.query
+),
+n AS (
+    SELECT phrase, (%s::float8 - count(*) + 0.5) / (count(*) + 0.5) AS r FROM f GROUP BY phrase
+),
+s AS (
+    SELECT f.rowid, sum(CASE WHEN n.r <= 1 THEN 1e-6 ELSE ln(n.r) END
+                        * ((f.f * (%s::float8 + 1.0))
+                           / (f.f + %s::float8 * (1 - %s::float8 + %s::float8 * f.dl / %s::float8)))) AS score
+    FROM f JOIN n USING (phrase) GROUP BY f.rowid
+)
+SELECT s.rowid, s.score FROM s JOIN episodes e ON e.rowid = s.rowid
+WHERE {where} ORDER BY s.score DESC, s.rowid LIMIT %s
+"""
 _TERM = re.compile(r'"((?:[^"]|"")*)"')
 
 # the tables an erasure of each kind rewrites (after_erasure analyzes them again)
@@ -79,12 +119,11 @@ class PgEpisodeTxMixin(BaseEpisodeTx):
         def conn(self) -> "psycopg.Connection[Any]": ...
 
     def replace_episode_index(self, rowid: int, index: tuple[str, str, str, str], new: bool = False) -> None:
-        """Write the lexical index row of an episode (``new``: it has none yet)."""
-        self.conn.execute(
-            f"INSERT INTO episodes_fts (rowid, tsv) VALUES (%s, {_TSV}) "
-            "ON CONFLICT (rowid) DO UPDATE SET tsv = EXCLUDED.tsv",
-            (rowid, *index),
-        )
+        """Write the lexical index row of an episode (``new``: it has none
+        yet): FTS5's tokens of its four columns, its namespace and token count."""
+        (tokens,) = tokenize_rows([index])
+        tsv, dl = tsvector_literal(tokens)
+        self.conn.execute(_INDEX_ROW, (dl, tsv, rowid))
 
     def insert_episode_times(self, items: Sequence[tuple[int, int, int, str, int]]) -> None:
         if items:
@@ -178,9 +217,11 @@ class PgEpisodeStoreMixin(BaseEpisodeStore):
         until their summed counts fit in ``budget``, keeping at least the
         rarest term (as the SQLite store does: ranking every episode that
         contains a common term is what makes full-text search slow on large
-        stores). Counts stop at ``max(cap, budget) + 1`` and are cached per
-        term: a count above that stays above it while episodes are added,
-        smaller ones are read again when the episode generation moves."""
+        stores). A term is counted as FTS5 tokenizes it, over every namespace
+        (as FTS5's ``fts5vocab`` counts on SQLite). Counts stop at
+        ``max(cap, budget) + 1`` and are cached per term: a count above that
+        stays above it while episodes are added, smaller ones are read again
+        when the episode generation moves."""
         terms = tsquery_terms(match)
         if len(terms) < 2 or (cap <= 0 and budget <= 0):
             return match
@@ -189,38 +230,65 @@ class PgEpisodeStoreMixin(BaseEpisodeStore):
         gen = self.episode_generation()
         df: list[int] = []
         with self._conn() as conn:
-            for term in terms:
-                got = cache.get(term)
+            for tokens in tokenize_rows([(t, "", "", "") for t in terms]):
+                if not tokens:
+                    df.append(0)
+                    continue
+                tsq = tsquery_literal([tuple(lexeme(t) for t, _c, _o in tokens)])
+                got = cache.get(tsq)
                 if got is not None and (got[1] == gen or got[0] > bound):
                     n = got[0]
                 else:
                     row = conn.execute(
-                        "SELECT count(*) FROM (SELECT 1 FROM episodes_fts "
-                        "WHERE tsv @@ plainto_tsquery('simple', %s) LIMIT %s) s",
-                        (term, bound + 1),
+                        "SELECT count(*) FROM (SELECT 1 FROM episodes_fts WHERE tsv @@ %s::tsquery LIMIT %s) s",
+                        (tsq, bound + 1),
                     ).fetchone()
                     n = int(row[0]) if row else 0
-                    cache[term] = (n, gen)
+                    cache[tsq] = (n, gen)
                 df.append(n)
         return pruned_query(match, terms, df, cap, budget)
 
+    def bm25_stats(self, ns_id: int) -> tuple[int, int]:
+        """``(rows, tokens)`` of the namespace's lexical index: bm25's N and
+        N * avgdl. Cached per namespace for one episode generation (every
+        write of episodes or index rows moves it), so a search sees the
+        statistics of the generation it read just before: exact, except that
+        a write committing between that read and the search is missing from
+        N and avgdl (not from n_i, which the search counts itself)."""
+        cache: dict[int, tuple[int, int, int]] = self.__dict__.setdefault("_bm25_stats", {})
+        gen = self.episode_generation()
+        got = cache.get(ns_id)
+        if got is not None and got[0] == gen:
+            return got[1], got[2]
+        with self._conn() as conn:
+            row = conn.execute("SELECT count(*), COALESCE(sum(dl), 0) FROM episodes_fts WHERE ns_id = %s",
+                               (ns_id,)).fetchone()
+        n, total = (int(row[0]), int(row[1])) if row else (0, 0)
+        cache[ns_id] = (gen, n, total)
+        return n, total
+
     def lexical_search(self, match: str, f: EpisodeFilter, limit: int,
                        weights: tuple[float, float, float, float]) -> list[tuple[int, float]]:
-        """``(rowid, score)`` best first; the score is ``ts_rank_cd`` with the
-        column weights (text, speaker, context, neighbours) scaled to at most 1
-        (higher is better, like SQLite's ``-bm25``)."""
-        terms = tsquery_terms(match)
-        if not terms:
+        """``(rowid, score)`` best first: FTS5's ``bm25`` with the column
+        weights (text, speaker, context, neighbours), positive (SQLite's
+        store negates ``bm25()`` to the same number), over the namespace's
+        statistics; ties by rowid. A negative weight (which FTS5 would take)
+        is refused: :class:`InvalidInputError`."""
+        phrases = query_phrases(tsquery_terms(match))
+        if not phrases or limit <= 0:
             return []
-        top = max(max(weights), 1e-9)
-        body, speaker, context, neighbors = (max(0.0, w) / top for w in weights)
+        n_rows, tokens = self.bm25_stats(f.ns_id)
+        if n_rows == 0:
+            return []
+        avgdl = tokens / n_rows
+        if min(weights) < 0:
+            raise InvalidInputError(f"bm25 column weights must not be negative: {weights}")
+        top = max(weights)
+        scaled = [w / top if top > 0 else 0.0 for w in reversed(weights)]  # D, C, B, A
         where, params = _SQL.where(f)
-        query = " || ".join(["plainto_tsquery('simple', %s)"] * len(terms))
-        sql = (
-            f"SELECT e.rowid, ts_rank_cd(%s::float4[], x.tsv, q.query) AS s "
-            f"FROM (SELECT {query} AS query) q JOIN episodes_fts x ON x.tsv @@ q.query "
-            f"JOIN episodes e ON e.rowid = x.rowid WHERE {' AND '.join(where)} ORDER BY s DESC, e.rowid LIMIT %s"
-        )
+        sql = _BM25.format(where=" AND ".join(where))
+        args = [list(range(len(phrases))), [tsquery_literal([p]) for p in phrases], f.ns_id,
+                tsquery_literal(phrases), scaled, float(top), float(n_rows), K1, K1, B, B, avgdl, *params, limit]
         with self._conn() as conn:
-            rows = conn.execute(sql, [[neighbors, context, speaker, body], *terms, *params, limit]).fetchall()
+            rows = conn.execute(sql, args).fetchall()
         return [(int(r[0]), float(r[1])) for r in rows]

@@ -6,16 +6,18 @@ Used by :class:`~chronomem.store.postgres.store.PostgresStore`.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from array import array
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
+from ...core.index_text import cjk_bigrams, metadata_text
 from ...core.quantize import dequantize
 from ...core.time import Clock, to_us
 from ...errors import MissingExtraError, SchemaVersionError, StoreError, StoreUnavailableError
-from ..migrations import Int8Row, load_migrations, requantize_vectors, split_steps
+from ..migrations import STEP_CHUNK, Int8Row, load_migrations, requantize_vectors, split_steps
 
 __all__ = ["connect", "connection_kwargs", "connection_lost", "import_psycopg", "migrate", "split_params",
            "split_schema"]
@@ -267,8 +269,57 @@ def _int8_vectors(conn: Any) -> None:
     log.info("migration 0009: %d vectors stored as int8", n)
 
 
+# migration 0013: every indexed live episode with what its index row is made
+# of: the neighbouring live turns of its session (as
+# BaseEpisodeTx.adjacent_episodes finds them) and, when it has an occurred
+# time, the month and year words that open its old context column (the
+# service wrote them in the store's time zone, which the store does not know)
+_FTS5_ROWS = """
+WITH live AS (
+    SELECT e.rowid, e.ns_id, e.text, e.speaker, e.metadata, e.occurred_at, e.session,
+           lag(e.text) OVER w AS prev, lead(e.text) OVER w AS next
+    FROM episodes e WHERE e.erased_at IS NULL
+    WINDOW w AS (PARTITION BY e.ns_id, e.session ORDER BY e.rowid)
+)
+SELECT l.rowid, l.ns_id, l.text, l.speaker, l.metadata, l.occurred_at, l.session, l.prev, l.next,
+       (SELECT string_agg(c.lexeme, ' ' ORDER BY c.pos) FROM (
+            SELECT u.lexeme, p.pos FROM unnest(f.tsv) u, unnest(u.positions, u.weights) p(pos, w)
+            WHERE p.w = 'C' ORDER BY p.pos LIMIT 2) c) AS month_year
+FROM live l JOIN episodes_fts f ON f.rowid = l.rowid
+ORDER BY l.rowid
+"""
+
+
+def _fts5_tokens(conn: Any) -> None:
+    """Migration 0013's step: each index row again, as today's
+    ``replace_episode_index`` writes it (FTS5's tokens, the namespace, the
+    token count), into ``episodes_fts_bm25``."""
+    from .fts5_bm25 import tokenize_rows, tsvector_literal
+
+    done = 0
+    with conn.cursor(name="chronomem_fts5_tokens") as cur, conn.cursor() as out:
+        cur.execute(_FTS5_ROWS)
+        while True:
+            rows = cur.fetchmany(STEP_CHUNK)
+            if not rows:
+                break
+            parts: list[tuple[str, str, str, str]] = []
+            for _rowid, _ns, text, speaker, metadata, occurred_at, session, prev, nxt, month_year in rows:
+                context = [month_year] if occurred_at is not None and month_year else []
+                context.extend(metadata_text(json.loads(metadata) if metadata else {}))
+                neighbors = " ".join(t for t in (prev, nxt) if t is not None) if session is not None else ""
+                parts.append((cjk_bigrams(text), speaker or "", cjk_bigrams(" ".join(context)),
+                              cjk_bigrams(neighbors)))
+            with out.copy("COPY episodes_fts_bm25 (rowid, ns_id, dl, tsv) FROM STDIN") as copy:
+                for row, tokens in zip(rows, tokenize_rows(parts), strict=True):
+                    tsv, dl = tsvector_literal(tokens)
+                    copy.write_row((row[0], row[1], dl, tsv))
+            done += len(rows)
+    log.info("migration 0013: %d lexical index rows rebuilt with FTS5's tokens", done)
+
+
 # the Python steps migrations name (``-- step: NAME``, see chronomem.store.migrations)
-_STEPS = {"int8_vectors": _int8_vectors}
+_STEPS = {"int8_vectors": _int8_vectors, "fts5_tokens": _fts5_tokens}
 
 
 def _ensure_extension(conn: Any, name: str, package: str) -> None:

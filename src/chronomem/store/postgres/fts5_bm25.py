@@ -1,0 +1,149 @@
+"""SQLite FTS5's tokens and ``bm25`` on PostgreSQL, so that both backends
+rank episodes alike (issue 16).
+
+Tokens: the episode's four index columns (text, speaker, context,
+neighbours: ``replace_episode_index``) go through SQLite FTS5's own
+``porter unicode61 remove_diacritics 2`` tokenizer, in an in-memory
+contentless FTS5 table of this thread, read back with ``fts5vocab``
+(``instance``): the tokenizer is literally the code SQLite's store indexes
+with. They become a ``tsvector`` literal (:func:`tsvector_literal`): each
+token at a position, weighted ``A``..``D`` by its column. Columns follow one
+another with one free position between them, so a phrase never matches
+across two columns (as in FTS5). The row's token count (``dl``) is kept
+beside the ``tsvector``. Query terms go through the same tokenizer
+(:func:`query_phrases`); the ``tsquery`` is built from the literal lexemes
+(:func:`tsquery_literal`), never through a text-search configuration.
+
+PostgreSQL's limits, and what happens past them:
+
+* a position is at most 16383: the tokens of a row past that position are
+  all stored at 16383, and one lexeme keeps one position there per column,
+  so their term frequencies count once (a row of over ~16k tokens, four
+  columns together); ``dl`` stays exact.
+* a lexeme keeps at most 256 positions in a row (PostgreSQL drops the rest):
+  a token said more than 256 times in one row counts 256 times.
+* a lexeme is at most 2046 bytes: a longer token (FTS5 keeps it whole) is
+  stored as ``~`` and its SHA-256 (``~`` is never part of an FTS5 token), the
+  same for a query term, so it still matches, only itself.
+* a ``tsvector`` is at most 1 MB: a row past it is refused by the server
+  (:class:`~chronomem.errors.StoreError`), as with ``to_tsvector`` before.
+
+Scores: FTS5's ``bm25`` (``ext/fts5/fts5_aux.c``, ``fts5Bm25Function``),
+k1 = 1.2, b = 0.75, per query phrase i: idf_i = ln((N - n_i + 0.5) /
+(n_i + 0.5)), 1e-6 when <= 0; f_i = the column weights summed over the
+phrase's occurrences in the row; D = the row's token count; avgdl = the
+tokens of all rows / N; score = sum_i idf_i * f_i (k1 + 1) / (f_i + k1
+(1 - b + b D / avgdl)), returned positive (SQLite's ``bm25()`` is its
+negation). N, avgdl and n_i are the namespace's (FTS5's span the file).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import threading
+from typing import Sequence
+
+__all__ = [
+    "B", "K1", "MAX_LEXEME_BYTES", "MAX_POSITION", "TOKENIZE", "Token", "lexeme", "query_phrases",
+    "tokenize_rows", "tsquery_literal", "tsvector_literal",
+]
+
+TOKENIZE = "porter unicode61 remove_diacritics 2"
+K1, B = 1.2, 0.75
+MAX_POSITION = 16383
+MAX_LEXEME_BYTES = 2046
+_COLUMNS = ("body", "speaker", "context", "neighbors")
+_COLUMN_NO = {name: i for i, name in enumerate(_COLUMNS)}
+_WEIGHTS = "ABCD"
+
+# (token, column 0-3, offset in the column)
+Token = tuple[str, int, int]
+
+_local = threading.local()
+
+
+def _forget_in_child() -> None:
+    """A forked child makes its own tokenizer (SQLite connections are not to
+    be used across a fork)."""
+    global _local
+    _local = threading.local()
+
+
+if hasattr(os, "register_at_fork"):  # pragma: no branch - POSIX
+    os.register_at_fork(after_in_child=_forget_in_child)
+
+
+def _tokenizer() -> sqlite3.Connection:
+    """This thread's in-memory FTS5 table (contentless: ``delete-all`` empties it)."""
+    con: sqlite3.Connection | None = getattr(_local, "con", None)
+    if con is None:
+        con = sqlite3.connect(":memory:", isolation_level=None)
+        con.execute(f"CREATE VIRTUAL TABLE t USING fts5({', '.join(_COLUMNS)}, content='', "
+                    f"tokenize='{TOKENIZE}')")
+        con.execute("CREATE VIRTUAL TABLE v USING fts5vocab('t', 'instance')")
+        _local.con = con
+    return con
+
+
+def tokenize_rows(rows: Sequence[tuple[str, str, str, str]]) -> list[list[Token]]:
+    """Each row's tokens as FTS5 makes them, in column then offset order."""
+    out: list[list[Token]] = [[] for _ in rows]
+    if not rows:
+        return out
+    con = _tokenizer()
+    try:
+        con.executemany(f"INSERT INTO t (rowid, {', '.join(_COLUMNS)}) VALUES (?, ?, ?, ?, ?)",
+                        [(i + 1, *row) for i, row in enumerate(rows)])
+        for term, doc, col, offset in con.execute("SELECT term, doc, col, offset FROM v"):
+            out[int(doc) - 1].append((str(term), _COLUMN_NO[col], int(offset)))
+    finally:
+        con.execute("INSERT INTO t (t) VALUES ('delete-all')")
+    for tokens in out:
+        tokens.sort(key=lambda t: (t[1], t[2]))
+    return out
+
+
+def lexeme(token: str) -> str:
+    """The stored lexeme of an FTS5 token (a token over PostgreSQL's 2046
+    bytes as ``~`` + its SHA-256)."""
+    if len(token) * 4 > MAX_LEXEME_BYTES and len(token.encode("utf-8")) > MAX_LEXEME_BYTES:
+        return "~" + hashlib.sha256(token.encode("utf-8")).hexdigest()
+    return token
+
+
+def _quote(lex: str) -> str:
+    return "'" + lex.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def tsvector_literal(tokens: Sequence[Token]) -> tuple[str, int]:
+    """``(tsvector literal, token count)`` of one row's tokens."""
+    sizes = [0, 0, 0, 0]
+    for _term, col, offset in tokens:
+        sizes[col] = max(sizes[col], offset + 1)
+    base = [0, 0, 0, 0]
+    for c in range(1, 4):
+        base[c] = base[c - 1] + sizes[c - 1] + 1
+    positions: dict[str, list[str]] = {}
+    for term, col, offset in tokens:
+        pos = min(base[col] + offset + 1, MAX_POSITION)
+        positions.setdefault(lexeme(term), []).append(f"{pos}{_WEIGHTS[col]}")
+    return " ".join(f"{_quote(lex)}:{','.join(p)}" for lex, p in positions.items()), len(tokens)
+
+
+def query_phrases(terms: Sequence[str]) -> list[tuple[str, ...]]:
+    """Each query term's lexemes (a term FTS5 splits into several tokens is
+    a phrase); a term without a token is left out (it matches nothing)."""
+    tokenized = tokenize_rows([(t, "", "", "") for t in terms])
+    return [tuple(lexeme(term) for term, _c, _o in toks) for toks in tokenized if toks]
+
+
+def tsquery_literal(phrases: Sequence[tuple[str, ...]]) -> str:
+    """The ``tsquery`` matching a row that holds any of the phrases (a phrase's
+    lexemes at consecutive positions: ``<->``)."""
+    parts = []
+    for phrase in phrases:
+        quoted = [_quote(lex) for lex in phrase]
+        parts.append(quoted[0] if len(quoted) == 1 else "(" + " <-> ".join(quoted) + ")")
+    return " | ".join(parts)
