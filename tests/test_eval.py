@@ -240,3 +240,28 @@ def test_locomo_conventions_headline_pool_and_diagnostics(tmp_path: Path, embedd
     src2.write_text(json.dumps([other]), encoding="utf-8")
     with pytest.raises(chronomem.InvalidInputError, match="fresh --store"):
         run_locomo(_opener(store), src2, views=("as_world",))
+
+
+def test_cli_eval_locomo_takes_a_postgresql_store(tmp_path: Path, embedder: Any,
+                                                   request: pytest.FixtureRequest) -> None:
+    """``--store postgresql://…`` ingests into that database (it was read as a
+    file path: a SQLite file named ``postgresql:/…`` appeared instead), and
+    the figures equal a SQLite store's: both backends rank alike."""
+    from conftest import pg_schema_url
+
+    url = pg_schema_url(request)
+    loc = tmp_path / "loc.json"
+    loc.write_text(json.dumps(LOCOMO), encoding="utf-8")
+    run = CliRunner().invoke
+    got = {}
+    for name, store in (("pg", url), ("sqlite", str(tmp_path / "s.db"))):
+        r = run(cli, ["--db", str(tmp_path / "unused.db"), "eval", "locomo", str(loc), "--store", store,
+                      "--out", str(tmp_path / name),
+                      "--view", "as_world", "--json"])
+        assert r.exit_code == 0, r.output
+        got[name] = {(row["mode"], row["level"], row["category"]): row["recall@10"]
+                     for row in json.loads(r.output)["rows"]}
+    assert not list(tmp_path.glob("postgres*"))
+    with chronomem.open(url, namespace="locomo:tiny-1") as mem:
+        assert len(mem.episodes(limit=100)) == 7
+    assert got["pg"] == got["sqlite"]

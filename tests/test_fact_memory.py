@@ -182,7 +182,8 @@ def _stored(target: str) -> tuple[Any, ...]:
     times = sorted({r[at.index(c)] for r in rows for c in ("system_from", "system_to")}
                    | {r[3] for r in sources})
     rank = {t: i for i, t in enumerate(times)}
-    rows = [tuple(rank[v] if c in ("system_from", "system_to") else v for c, v in zip(at, r)) + tuple(r[len(at):])
+    rows = [tuple(rank[v] if c in ("system_from", "system_to") else v
+                  for c, v in zip(at, r[:len(at)], strict=True)) + tuple(r[len(at):])
             for r in rows]
     sources = [(*r[:3], rank[r[3]]) for r in sources]
     return rows, sources, closed, cut

@@ -168,15 +168,15 @@ def eval_group() -> None:
 
 
 @contextlib.contextmanager
-def _eval_memories(store: Path | None, prefix: str = "chronomem-eval-") -> Iterator[Callable[[str], Any]]:
-    """``open_memory(namespace)`` on ``store`` (default: a temporary file,
-    removed afterwards), with the group's ``--embedder``."""
+def _eval_memories(store: str | None, prefix: str = "chronomem-eval-") -> Iterator[Callable[[str], Any]]:
+    """``open_memory(namespace)`` on ``store``, a path or a URL (default: a
+    temporary file, removed afterwards), with the group's ``--embedder``."""
     import chronomem
 
     tmp = None
     if store is None:
         tmp = tempfile.TemporaryDirectory(prefix=prefix)
-        store = Path(tmp.name) / "eval.db"
+        store = str(Path(tmp.name) / "eval.db")
     target = store
     choice = state().embedder_arg  # the group's --embedder
     try:
@@ -186,7 +186,7 @@ def _eval_memories(store: Path | None, prefix: str = "chronomem-eval-") -> Itera
             tmp.cleanup()
 
 
-def _eval_run(store: Path | None, run: Callable[[Callable[[str], Any]], Any]) -> None:
+def _eval_run(store: str | None, run: Callable[[Callable[[str], Any]], Any]) -> None:
     """``run(open_memory)`` a benchmark on ``store`` and print its result."""
     with _eval_memories(store) as open_memory:
         res = run(open_memory)
@@ -200,8 +200,9 @@ def _eval_progress(message: str) -> None:
 def _eval_inputs(default_out: str) -> Callable[[_F], _F]:
     """The PATH argument and the --out and --store options of a benchmark command."""
     def deco(f: _F) -> _F:
-        f = click.option("--store", type=click.Path(dir_okay=False, path_type=Path),
-                         help="Database to ingest into (default: a temporary file).")(f)
+        f = click.option("--store", metavar="PATH|URL",
+                         help="Database to ingest into: a file path or a postgresql:// URL "
+                              "(default: a temporary file).")(f)
         f = click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=Path(default_out),
                          show_default=True, help="Directory for summary.json, candidates.tsv and misses.tsv.")(f)
         return click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))(f)
@@ -222,7 +223,7 @@ def _eval_inputs(default_out: str) -> Callable[[_F], _F]:
               help="Write questions.jsonl here: per question the gold turns' ranks in the result and "
                    "in the pool, and the ranker's features of each gold turn.")
 @json_option
-def eval_locomo_cmd(path: Path, out: Path, store: Path | None, conversations: int | None,
+def eval_locomo_cmd(path: Path, out: Path, store: str | None, conversations: int | None,
                     views: tuple[str, ...], ranker: str | None, diagnostics: Path | None) -> None:
     """Score turn- and session-level recall (mean share, any, all @1,5,10,20,50),
     hit and nDCG@1,5,10 and the pool's recall on a LoCoMo file; categories 1-4
@@ -242,11 +243,11 @@ def eval_locomo_cmd(path: Path, out: Path, store: Path | None, conversations: in
               help="Write the model file here (the shipped one is "
                    "src/chronomem/service/evidence/data/ranker.json). Without it, only the "
                    "cross-validation is printed, with whether the model equals the shipped one.")
-@click.option("--store", type=click.Path(dir_okay=False, path_type=Path),
-              help="Database to ingest into, or one kept from an earlier eval run "
-                   "(default: a temporary file).")
+@click.option("--store", metavar="PATH|URL",
+              help="Database to ingest into (a file path or a postgresql:// URL), or one kept from an "
+                   "earlier eval run (default: a temporary file).")
 @json_option
-def eval_train_ranker_cmd(path: Path, out: Path | None, store: Path | None) -> None:
+def eval_train_ranker_cmd(path: Path, out: Path | None, store: str | None) -> None:
     """Fit the learned ranker on a LoCoMo file (every question's search pool,
     labelled by its gold turns) and print leave-one-conversation-out
     cross-validation: per held-out conversation, today's fusion, the model fitted
@@ -286,7 +287,7 @@ def _shipped_text() -> str:
 @_eval_inputs("eval-longmemeval")
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N questions.")
 @json_option
-def eval_lme_cmd(path: Path, out: Path, store: Path | None, limit: int | None) -> None:
+def eval_lme_cmd(path: Path, out: Path, store: str | None, limit: int | None) -> None:
     """Score session-level recall/hit/nDCG@1,5,10 on a LongMemEval file."""
     from ..eval import run_longmemeval
 
