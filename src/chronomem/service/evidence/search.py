@@ -11,7 +11,7 @@ import re
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Mapping
+from typing import Any, Literal, Mapping
 
 from ...core.limits import MAX_K, MAX_QUERY_CHARS, MAX_SESSION_CHARS, check_count, check_text
 from ...core.models import Fact
@@ -36,9 +36,6 @@ from .models import (
 from .rank_features import WHEN_QUESTION, Candidate, features
 from .ranker import LearnedRanker, RankerFileError, shipped_ranker
 from .timemention import resolve_mentions
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .vector import VectorSlot
 
 __all__ = ["Search"]
 
@@ -236,15 +233,9 @@ class Search:
             # vectors, opens the ANN index and SQLite ranks BM25
             # (dense_model found vectors of the model in the namespace)
             load_numpy()  # (here, first: numpy cannot be imported by two threads at once)
+            qfuture = _embed_pool().submit(self._embed_query, query)
             slot = self._embedding.vectors().slot(self._es, self._scope.ns_id, model[0], model[1],
                                                      self._scope.store.capabilities.local_path)
-            # read here: the store's connection stays on this thread
-            superseded = self._es.superseded_episodes(self._scope.ns_id) if f.not_superseded_at is not None else []
-            # the worker also runs the dense search (numpy and the index's reads
-            # release the GIL) while this thread waits on SQLite's BM25
-            assert dense_model is not None  # (model comes from it)
-            qfuture = _embed_pool().submit(self._embed_and_search, query, dense_model[0], slot, model, pool, f,
-                                           superseded, cfg)
         lexical: list[tuple[int, float]] = []
         try:
             if cfg.lexical_weight > 0:
@@ -260,7 +251,7 @@ class Search:
         finally:
             if qfuture is not None:
                 wait([qfuture])  # never leave the worker running past this call
-        emb, qvec, dense = qfuture.result() if qfuture is not None else (None, None, None)
+        emb, qvec = qfuture.result() if qfuture is not None else (None, None)
         if emb is not None and dense_model is not None and emb.name != dense_model[0]:
             # "auto" resolved again as it loaded, to a model registered meanwhile: ask for its vectors
             again = self._embedding.dense_model(self._es, self._scope.ns_id)
@@ -269,37 +260,22 @@ class Search:
                 self._es, self._scope.ns_id, model[0], model[1], self._scope.store.capabilities.local_path)
         if emb is not None and model is not None and model[1] != emb.dim:
             raise InvalidInputError(f"embedder {emb.name!r} has {emb.dim} dimensions, the store {model[1]}")
-        if dense is None:
-            dense = []
-            if qvec is not None and slot is not None and model is not None:  # (the model changed: search again)
-                superseded = (self._es.superseded_episodes(self._scope.ns_id)
-                              if f.not_superseded_at is not None else [])
-                dense = self._dense(qvec, slot, model, pool, f, superseded, cfg)
+        dense: list[tuple[int, float]] = []
+        if qvec is not None and slot is not None and model is not None:
+            cache = self._embedding.vectors()
+            superseded = self._es.superseded_episodes(self._scope.ns_id) if f.not_superseded_at is not None else []
+            got = None
+            if slot.size >= cfg.ann_threshold:
+                got = cache.ann_search(slot, qvec, pool, f, superseded, cfg.dense_context,
+                                       self._scope.store.capabilities.local_path, (self._scope.ns_id, model[0]))
+            dense = got if got is not None else cache.search(slot, qvec, pool, f, superseded, cfg.dense_context)
         return lexical, dense, at_us, known_us, emb.name if dense and emb is not None else None
 
-    def _embed_and_search(self, query: str, expected: str, slot: VectorSlot, model: tuple[int, int], pool: int,
-                          f: EpisodeFilter, superseded: list[tuple[int, int, int]],
-                          cfg: SearchConfig) -> tuple[Any, Any, list[tuple[int, float]] | None]:
-        """In the worker: ``(embedder, query vector, dense list)``; loads the
-        embedder at first use. The list is ``None`` when the embedder loaded
-        is not the ``expected`` one (the caller asks for its vectors)."""
+    def _embed_query(self, query: str) -> tuple[Any, Any]:
+        """``(embedder, query vector)``: loads the embedder at first use."""
         emb = self._embedding.current
         assert emb is not None  # (a dense model is only chosen with an embedder)
-        qvec = emb.embed([query], "query")[0]
-        if emb.name != expected or model[1] != emb.dim:
-            return emb, qvec, None
-        return emb, qvec, self._dense(qvec, slot, model, pool, f, superseded, cfg)
-
-    def _dense(self, qvec: Any, slot: VectorSlot, model: tuple[int, int], pool: int, f: EpisodeFilter,
-               superseded: list[tuple[int, int, int]], cfg: SearchConfig) -> list[tuple[int, float]]:
-        """The dense list: the ANN index where the slot is large enough and
-        it can answer, else the exact search (touches no store connection)."""
-        cache = self._embedding.vectors()
-        got = None
-        if slot.size >= cfg.ann_threshold:
-            got = cache.ann_search(slot, qvec, pool, f, superseded, cfg.dense_context,
-                                   self._scope.store.capabilities.local_path, (self._scope.ns_id, model[0]))
-        return got if got is not None else cache.search(slot, qvec, pool, f, superseded, cfg.dense_context)
+        return emb, emb.embed([query], "query")[0]
 
     def _view_filter(self, view: str, given_at: int | None, at_us: int, known_us: int | None,
                      session: str | None, since: TimeLike | None, until: TimeLike | None) -> EpisodeFilter:
