@@ -593,11 +593,10 @@ class PgTx(BaseTx, PgEpisodeTxMixin, TokenTxMixin):
         self._served.clear()
         self._loaded.clear()
         self._row_group.clear()
+        self._prefetch_groups = set()
         new, written = self._new_entities, self._written_subjects
         want = {g for g in groups if g[0] not in new or g[0] in written}
-        self._prefetch_groups = want
         if len(want) < _BULK_MISSES:
-            self._prefetch_groups = set()
             return  # a few round trips cost less than the query
         by_group: dict[tuple[int, int], list[Row]] = {}
         subjects = [g[0] for g in want]
@@ -609,6 +608,7 @@ class PgTx(BaseTx, PgEpisodeTxMixin, TokenTxMixin):
         ):
             by_group.setdefault((r.subject_id, r.predicate_id), []).append(r)
         self._prefetched = by_group
+        self._prefetch_groups = want
 
     def believed_rows(self, subject_id: int, predicate_id: int) -> list[Row]:
         group = (subject_id, predicate_id)
