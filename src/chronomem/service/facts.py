@@ -172,7 +172,7 @@ class FactWrites:
         unless it is the ``last`` part (the unit of work flushes that one at
         commit); the part's work (its ``redirects``: facts folded by coalescing)."""
         if part:
-            uow.tx.prefetch_believed(list({(c.subject_id, c.predicate_id) for c, _single in part}))
+            uow.prefetch((c.subject_id, c.predicate_id) for c, _single in part)
         work = uow.work
         place = work.place
         for cand, single in part:

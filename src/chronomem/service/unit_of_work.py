@@ -17,7 +17,7 @@ its versions will carry.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from ..core.engine import TxWork
 from ..core.version import CloseKind, Row
@@ -58,17 +58,25 @@ class UnitOfWork:
         """The engine's work for this transaction, started at first use."""
         if self._work is None:
             tx = self.tx
-            fresh = tx.is_new_entity
-            flushed = self._flushed_subjects
+            stored = self._may_have_rows
 
             def load(subject_id: int, predicate_id: int) -> list[Row]:
-                if fresh(subject_id) and subject_id not in flushed:
-                    return []
-                return tx.believed_rows(subject_id, predicate_id)
+                return tx.believed_rows(subject_id, predicate_id) if stored(subject_id) else []
 
             self._work = TxWork(tx.now, load, tx.rows_of_fact)
             self._work.flushed_facts = self._flushed_facts
         return self._work
+
+    def _may_have_rows(self, subject_id: int) -> bool:
+        """Whether the store may hold versions of the subject's groups: not
+        for an entity this transaction created, until a flush stored some."""
+        return not self.tx.is_new_entity(subject_id) or subject_id in self._flushed_subjects
+
+    def prefetch(self, groups: Iterable[tuple[int, int]]) -> None:
+        """The next work will load these (subject, predicate) groups: the
+        store may read the believed versions of those it may hold at once."""
+        stored = self._may_have_rows
+        self.tx.prefetch_believed([g for g in dict.fromkeys(groups) if stored(g[0])])
 
     @property
     def builder(self) -> CandidateBuilder:

@@ -279,8 +279,8 @@ class WriteTx(Protocol):
 
     # fact versions
     # a part of add_facts begins: the groups whose believed versions it will ask
-    # for next (a store may read them in one query; what earlier parts wrote
-    # is in the store now)
+    # for next, those the store may hold (a store may read them in one query;
+    # what earlier parts wrote is in the store now)
     def prefetch_believed(self, groups: Sequence[tuple[int, int]]) -> None: ...
     def believed_rows(self, subject_id: int, predicate_id: int) -> list[Row]: ...
     def rows_of_fact(self, fact_id: str) -> list[Row]: ...

@@ -234,8 +234,6 @@ class PgTx(BaseTx, PgEpisodeTxMixin, TokenTxMixin):
         self._prefetch_subjects: set[int] = set()
         # the groups of the current part of add_facts read at once (prefetch_believed)
         self._prefetch_groups: set[tuple[int, int]] = set()
-        # new entities this transaction has stored versions of
-        self._written_subjects: set[int] = set()
         self._served: set[tuple[int, int]] = set()
         self._free_ids: list[int] = []
         self._new_entities: set[int] = set()
@@ -594,8 +592,7 @@ class PgTx(BaseTx, PgEpisodeTxMixin, TokenTxMixin):
         self._loaded.clear()
         self._row_group.clear()
         self._prefetch_groups = set()
-        new, written = self._new_entities, self._written_subjects
-        want = {g for g in groups if g[0] not in new or g[0] in written}
+        want = set(groups)
         if len(want) < _BULK_MISSES:
             return  # a few round trips cost less than the query
         by_group: dict[tuple[int, int], list[Row]] = {}
@@ -704,7 +701,6 @@ class PgTx(BaseTx, PgEpisodeTxMixin, TokenTxMixin):
             # the prefetched versions of this group are out of date now: a
             # later part of the batch reads the group back from the store
             self._served.add(group)
-            self._written_subjects.add(r.subject_id)
             if r.system_to == MAX_US and group in self._loaded:
                 # later inserts of this transaction see these as believed
                 self._synthetic -= 1
