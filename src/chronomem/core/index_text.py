@@ -11,9 +11,9 @@ holds the caption-like metadata values named by :data:`METADATA_TEXT_KEYS`.
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
-__all__ = ["METADATA_TEXT_KEYS", "cjk_bigrams", "metadata_text"]
+__all__ = ["METADATA_TEXT_KEYS", "cjk_bigrams", "index_columns", "metadata_text"]
 
 # Han, Hiragana, Katakana, Hangul, Thai, Lao, Khmer, Myanmar
 _CJK = re.compile(
@@ -48,3 +48,11 @@ def metadata_text(metadata: Mapping[str, Any]) -> list[str]:
         elif isinstance(value, list):
             out.extend(str(v) for v in value)
     return out
+
+
+def index_columns(text: str, speaker: str | None, context: Sequence[str],
+                  neighbours: Sequence[str]) -> tuple[str, str, str, str]:
+    """An episode's four index columns: its text, speaker, context (words
+    joined) and its neighbours' texts (joined), unsegmented scripts as bigrams."""
+    return (cjk_bigrams(text), speaker or "", cjk_bigrams(" ".join(context)),
+            cjk_bigrams(" ".join(neighbours)))

@@ -11,7 +11,7 @@ import logging
 from typing import Any, Callable, Iterable, Literal, Mapping, Sequence, cast
 
 from ...core.ids import new_id
-from ...core.index_text import METADATA_TEXT_KEYS, metadata_text
+from ...core.index_text import METADATA_TEXT_KEYS, index_columns, metadata_text
 from ...core.limits import (
     MAX_BATCH,
     MAX_EPISODE_CHARS,
@@ -43,7 +43,6 @@ from ..scope import Scope
 from ..unit_of_work import UnitOfWork
 from .embed import ingest_session
 from .embedding import Embedding
-from .lexical import cjk_bigrams
 from .models import (
     Episode,
     SearchConfig,
@@ -57,7 +56,6 @@ __all__ = ["EpisodeNotFoundError", "Episodes", "episode_store", "supersede_in"]
 
 log = logging.getLogger("chronomem.evidence")
 
-_METADATA_TEXT_KEYS = METADATA_TEXT_KEYS
 _EMBED_BATCH = 256
 
 
@@ -98,14 +96,13 @@ def index_parts(rec: EpisodeRecord, prev: EpisodeRecord | None, nxt: EpisodeReco
         d = local_datetime(rec.occurred_at, rec.occurred_prec, tz)
         context.append(f"{d.strftime('%B')} {d.year}")
     context.extend(metadata_text(json.loads(rec.metadata) if rec.metadata else {}))
-    neighbors = " ".join(r.text for r in (prev, nxt) if r is not None)
-    return cjk_bigrams(rec.text), rec.speaker or "", cjk_bigrams(" ".join(context)), cjk_bigrams(neighbors)
+    return index_columns(rec.text, rec.speaker, context, [r.text for r in (prev, nxt) if r is not None])
 
 
 def embed_text(text: str, speaker: str | None, metadata: Mapping[str, Any] | None) -> str:
     """What the dense index embeds: ``speaker: text`` plus caption-like metadata."""
     out = f"{speaker}: {text}" if speaker else text
-    for key in _METADATA_TEXT_KEYS:
+    for key in METADATA_TEXT_KEYS:
         value = (metadata or {}).get(key)
         if isinstance(value, str) and value:
             out += f" [{value}]"

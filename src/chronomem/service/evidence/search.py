@@ -13,6 +13,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Literal, Mapping
 
+from ...core.index_text import METADATA_TEXT_KEYS
 from ...core.limits import MAX_K, MAX_QUERY_CHARS, MAX_SESSION_CHARS, check_count, check_text
 from ...core.models import Fact
 from ...core.time import TimeLike, from_us, to_us
@@ -22,7 +23,7 @@ from ..reads import FactReads
 from ..scope import Scope
 from .embed import load_numpy
 from .embedding import Embedding
-from .episodes import _METADATA_TEXT_KEYS, Episodes, episode_store, opt_str
+from .episodes import Episodes, episode_store, opt_str
 from .fusion import group_boost, relative_contributions, rrf_contributions
 from .lexical import fts_query, query_terms
 from .mentioned import mentioned_facts
@@ -79,7 +80,7 @@ class _Pooled:
 
 _WARNED: list[str] = []
 #: caption-like metadata keys (the ones the lexical index's context column reads)
-_CONTEXT_KEY = re.compile('"(?:' + "|".join(map(re.escape, _METADATA_TEXT_KEYS)) + ')"')
+_CONTEXT_KEY = re.compile('"(?:' + "|".join(map(re.escape, METADATA_TEXT_KEYS)) + ')"')
 
 
 def _learned_model(embedder: str | None) -> LearnedRanker | None:

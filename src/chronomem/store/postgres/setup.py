@@ -13,7 +13,7 @@ from array import array
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
-from ...core.index_text import cjk_bigrams, metadata_text
+from ...core.index_text import index_columns, metadata_text
 from ...core.quantize import dequantize
 from ...core.time import Clock, to_us
 from ...errors import MissingExtraError, SchemaVersionError, StoreError, StoreUnavailableError
@@ -307,9 +307,8 @@ def _fts5_tokens(conn: Any) -> None:
             for _rowid, _ns, text, speaker, metadata, occurred_at, session, prev, nxt, month_year in rows:
                 context = [month_year] if occurred_at is not None and month_year else []
                 context.extend(metadata_text(json.loads(metadata) if metadata else {}))
-                neighbors = " ".join(t for t in (prev, nxt) if t is not None) if session is not None else ""
-                parts.append((cjk_bigrams(text), speaker or "", cjk_bigrams(" ".join(context)),
-                              cjk_bigrams(neighbors)))
+                neighbours = [t for t in (prev, nxt) if t is not None] if session is not None else []
+                parts.append(index_columns(text, speaker, context, neighbours))
             with out.copy("COPY episodes_fts_bm25 (rowid, ns_id, dl, tsv) FROM STDIN") as copy:
                 for row, tokens in zip(rows, tokenize_rows(parts), strict=True):
                     tsv, dl = tsvector_literal(tokens)
