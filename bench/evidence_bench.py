@@ -24,7 +24,10 @@ What is measured
   names are rarer in the corpus than others': its p50 was ~30% lower); each timing is one full
   ``Memory.search`` call (query embedding, FTS5 BM25, dense, fusion, views,
   hydration) in the default ``as_world`` view, p50/p99 over the queries after
-  one warm-up query. At N >= ``ann_threshold`` the dense part is the HNSW
+  one warm-up query: first with FTS5 ranking the lexical side (``fts5_*``),
+  then with the process's numpy copy of the FTS5 index, made by
+  ``prepare_search(warm=True)`` (``lexical_copy_s``; same answers, so the
+  recall figures must match). At N >= ``ann_threshold`` the dense part is the HNSW
   index; its recall@10 against exact search is reported, and the database file's size (``db_mb``).
 * Cold: ``prepare_search()`` builds the mapped vector file and the ANN index
   (``prepare_s``), as a batch write leaves them; then ``chronomem search`` and
@@ -61,6 +64,7 @@ from chronomem.core.ids import new_id
 from chronomem.service.evidence import EMBEDDERS, SearchConfig, get_embedder
 from chronomem.service.evidence.episodes import index_parts
 from chronomem.store.protocol import EpisodeRecord
+from chronomem.store.sqlite import lexindex
 
 LOCOMO = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo" / "locomo_dev.json"
 
@@ -251,7 +255,17 @@ def main() -> None:
         def rowid(ids: list[str], store: Any = store) -> list[int]:
             return [store.episode_by_id(i).rowid for i in ids]
 
-        for label, cfg in (("", SearchConfig()), ("no_budget_", no_budget)):
+        # warm search with FTS5 ranking alone (a copy of the index is never made), then with
+        # this process's numpy copy of it (store/sqlite/lexindex.py: same answers, bit for bit)
+        build_after = lexindex.BUILD_AFTER
+        lexindex.BUILD_AFTER = 10**12
+        passes: list[tuple[str, SearchConfig]] = [("fts5_", SearchConfig())]
+        for label, cfg in passes + [("", SearchConfig()), ("no_budget_", no_budget)]:
+            if label == "":
+                lexindex.BUILD_AFTER = build_after
+                t0 = time.perf_counter()
+                res["lexical_copy"] = mem.prepare_search(warm=True).get("lexical")
+                res["lexical_copy_s"] = round(time.perf_counter() - t0, 1)
             times, found = [], []
             for q, gold in asked:
                 t0 = time.perf_counter()
@@ -275,6 +289,10 @@ def main() -> None:
             res["ann_vector_recall_at_10"] = vector_recall(mem, emb, questions[:50])
         out["search"][str(n)] = res
         print("search", n, res)
+        print(f"  warm search p50 / p99 at {n:,}: FTS5 {res['fts5_p50_ms']} / {res['fts5_p99_ms']} ms, with the "
+              f"lexical copy {res['p50_ms']} / {res['p99_ms']} ms (copy made: {res['lexical_copy']}, "
+              f"{res['lexical_copy_s']} s); recall@10 {res['fts5_evidence_recall_at_10']} / "
+              f"{res['evidence_recall_at_10']}")
         if n in BEFORE:
             print(f"  cold at {n:,} before / now: search {BEFORE[n]['search_s']} s, {BEFORE[n]['search_rss_mb']} MB"
                   f" / {res['cold']['search_s']} s, {res['cold']['search_rss_mb']} MB; recall "

@@ -307,7 +307,7 @@ def pg_url(request: pytest.FixtureRequest) -> str:
 
 
 def test_a_forked_child_tokenizes_with_a_table_of_its_own() -> None:
-    from chronomem.store.postgres import fts5_bm25
+    from chronomem.store.sql import fts5 as fts5_bm25
 
     assert query_phrases(["Running"]) == [("run",)]  # the parent's table exists now
     pid = os.fork()

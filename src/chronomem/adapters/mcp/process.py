@@ -48,12 +48,13 @@ def process_memory() -> dict[str, int | None]:
 
 def warm_in_background(mem: Memory) -> threading.Thread:
     """Bring ``mem``'s dense-search caches up to date in a daemon thread
-    (``Memory.prepare_search``), so a server's first question finds the
-    vectors mapped and the ANN index open instead of building them."""
+    (``Memory.prepare_search(warm=True)``), so a server's first question finds
+    the vectors mapped, the ANN index open and the lexical copy made instead
+    of building them."""
 
     def run() -> None:
         try:
-            log.info("search caches ready: %s", mem.prepare_search())
+            log.info("search caches ready: %s", mem.prepare_search(warm=True))
         except Exception:  # logged: a search builds what it needs anyway
             log.warning("preparing the search caches failed", exc_info=True)
 

@@ -126,18 +126,26 @@ class Search:
     def _es(self) -> EpisodeStore:
         return episode_store(self._scope.store)
 
-    def prepare_search(self, config: SearchConfig | None = None) -> dict[str, object]:
+    def prepare_search(self, config: SearchConfig | None = None, *, warm: bool = False) -> dict[str, object]:
         """Build what dense search reads, now: the mapped vector file beside a
         SQLite database (every vector and its context vector) and, from
         ``config.ann_threshold`` vectors on with the ``ann`` extra, the ANN
         index. A search builds them too (the index in the background, while
         the exact search answers); this makes the first search of every later
         process fast. Batch writes (:meth:`add_episodes` of
-        ``PREPARE_BATCH`` items or more) call it. Returns ``{"vectors": n,
-        "file": bool, "ann": bool}``."""
+        ``PREPARE_BATCH`` items or more) build the same files.
+
+        ``warm``: also build what lives in this process only (SQLite: the
+        numpy copy of the lexical index, which a process otherwise builds in
+        the background at its second search), for a server about to answer.
+        Returns ``{"vectors": n, "file": bool, "ann": bool}`` and, with
+        ``warm``, ``"lexical": bool`` (whether a copy was made)."""
         cfg = config if config is not None else SearchConfig()
-        return self._embedding.prepare(self._es, self._scope.ns_id, self._scope.store.capabilities.local_path,
-                                       cfg.ann_threshold, cfg.dense_context)
+        out = self._embedding.prepare(self._es, self._scope.ns_id, self._scope.store.capabilities.local_path,
+                                      cfg.ann_threshold, cfg.dense_context)
+        if warm:
+            out["lexical"] = self._es.prepare_lexical()
+        return out
 
     def search(
         self,

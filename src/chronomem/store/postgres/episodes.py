@@ -267,6 +267,10 @@ class PgEpisodeStoreMixin(BaseEpisodeStore):
         cache[ns_id] = (gen, n, total)
         return n, total
 
+    def prepare_lexical(self) -> bool:
+        """Nothing to build: PostgreSQL ranks in SQL, on the server."""
+        return False
+
     def lexical_search(self, match: str, f: EpisodeFilter, limit: int,
                        weights: tuple[float, float, float, float]) -> list[tuple[int, float]]:
         """``(rowid, score)`` best first: FTS5's ``bm25`` with the column

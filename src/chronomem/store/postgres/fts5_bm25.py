@@ -40,69 +40,18 @@ negation). N, avgdl and n_i are the namespace's (FTS5's span the file).
 from __future__ import annotations
 
 import hashlib
-import os
-import sqlite3
-import threading
 from typing import Sequence
+
+from ..sql.fts5 import K1, TOKENIZE, B, Token, tokenize_rows
 
 __all__ = [
     "B", "K1", "MAX_LEXEME_BYTES", "MAX_POSITION", "TOKENIZE", "Token", "lexeme", "query_phrases",
     "tokenize_rows", "tsquery_literal", "tsvector_literal",
 ]
 
-TOKENIZE = "porter unicode61 remove_diacritics 2"
-K1, B = 1.2, 0.75
 MAX_POSITION = 16383
 MAX_LEXEME_BYTES = 2046
-_COLUMNS = ("body", "speaker", "context", "neighbors")
-_COLUMN_NO = {name: i for i, name in enumerate(_COLUMNS)}
 _WEIGHTS = "ABCD"
-
-# (token, column 0-3, offset in the column)
-Token = tuple[str, int, int]
-
-_local = threading.local()
-
-
-def _forget_in_child() -> None:
-    """A forked child makes its own tokenizer (SQLite connections are not to
-    be used across a fork)."""
-    global _local
-    _local = threading.local()
-
-
-if hasattr(os, "register_at_fork"):  # pragma: no branch - POSIX
-    os.register_at_fork(after_in_child=_forget_in_child)
-
-
-def _tokenizer() -> sqlite3.Connection:
-    """This thread's in-memory FTS5 table (contentless: ``delete-all`` empties it)."""
-    con: sqlite3.Connection | None = getattr(_local, "con", None)
-    if con is None:
-        con = sqlite3.connect(":memory:", isolation_level=None)
-        con.execute(f"CREATE VIRTUAL TABLE t USING fts5({', '.join(_COLUMNS)}, content='', "
-                    f"tokenize='{TOKENIZE}')")
-        con.execute("CREATE VIRTUAL TABLE v USING fts5vocab('t', 'instance')")
-        _local.con = con
-    return con
-
-
-def tokenize_rows(rows: Sequence[tuple[str, str, str, str]]) -> list[list[Token]]:
-    """Each row's tokens as FTS5 makes them, in column then offset order."""
-    out: list[list[Token]] = [[] for _ in rows]
-    if not rows:
-        return out
-    con = _tokenizer()
-    try:
-        con.executemany(f"INSERT INTO t (rowid, {', '.join(_COLUMNS)}) VALUES (?, ?, ?, ?, ?)",
-                        [(i + 1, *row) for i, row in enumerate(rows)])
-        for term, doc, col, offset in con.execute("SELECT term, doc, col, offset FROM v"):
-            out[int(doc) - 1].append((str(term), _COLUMN_NO[col], int(offset)))
-    finally:
-        con.execute("INSERT INTO t (t) VALUES ('delete-all')")
-    for tokens in out:
-        tokens.sort(key=lambda t: (t[1], t[2]))
-    return out
 
 
 def lexeme(token: str) -> str:

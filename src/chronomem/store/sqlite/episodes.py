@@ -18,6 +18,7 @@ from ...errors import InvalidInputError
 from ..protocol import EpisodeFilter
 from ..sql.dialect import SQLITE
 from ..sql.episodes import BaseEpisodeStore, BaseEpisodeTx, EpisodeSQL, pruned_query
+from .lexindex import DELETED, LOG_KEEP, LOG_PRUNE_EVERY, LexIndex
 
 __all__ = ["EpisodeStoreMixin", "EpisodeTxMixin"]
 
@@ -47,6 +48,16 @@ class EpisodeTxMixin(BaseEpisodeTx):
         self.con.execute(
             "INSERT INTO episodes_fts (rowid, body, speaker, context, neighbors) VALUES (?,?,?,?,?)", (rowid, *index)
         )
+        self._log_index_write(rowid)
+
+    def _log_index_write(self, rowid: int) -> None:
+        """Append to ``episode_index_log`` (what warm copies of the index
+        replay: :mod:`.lexindex`); every ``LOG_PRUNE_EVERY`` rows, drop the
+        ones more than ``LOG_KEEP`` behind."""
+        seq = int(self.con.execute("INSERT INTO episode_index_log (episode_rowid) VALUES (?)", (rowid,)).lastrowid
+                  or 0)
+        if seq % LOG_PRUNE_EVERY == 0:
+            self.con.execute("DELETE FROM episode_index_log WHERE seq <= ?", (seq - LOG_KEEP,))
 
     def insert_episode_times(self, items: Sequence[tuple[int, int, int, str, int]]) -> None:
         self.con.executemany(_SQL.insert_time, list(items))
@@ -62,6 +73,7 @@ class EpisodeTxMixin(BaseEpisodeTx):
         option would avoid that, but it needs SQLite 3.42 and makes the table
         unreadable to older versions."""
         self.con.execute("INSERT INTO episodes_fts (episodes_fts) VALUES ('optimize')")
+        self._log_index_write(DELETED)  # rows were deleted: warm copies rebuild
 
     def put_episode_vectors(self, model_id: int, items: Sequence[tuple[int, int, bytes]]) -> None:
         """``items`` are ``(episode_rowid, ns_id, float32 bytes)``, stored as
@@ -82,6 +94,7 @@ class EpisodeStoreMixin(BaseEpisodeStore):
     _con: sqlite3.Connection
     _lock: threading.RLock
     _df_cache: dict[str, tuple[int, int]]
+    _lexcopy: LexIndex
     path: str
     _busy_ms: int
 
@@ -151,6 +164,11 @@ class EpisodeStoreMixin(BaseEpisodeStore):
                 df[int(doc)] = max(df.get(int(doc), 0), n)
         return pruned_query(match, terms, [df.get(i + 1, 0) for i in range(len(terms))], cap, budget)
 
+    def prepare_lexical(self) -> bool:
+        """Build this process's numpy copy of the FTS5 index now (:mod:`.lexindex`;
+        a long-lived process makes one at its second lexical search anyway)."""
+        return self._lexcopy.build_now()
+
     def lexical_search(self, match: str, f: EpisodeFilter, limit: int,
                        weights: tuple[float, float, float, float]) -> list[tuple[int, float]]:
         """``(rowid, score)`` best first; score is ``-bm25`` (higher is better).
@@ -163,9 +181,15 @@ class EpisodeStoreMixin(BaseEpisodeStore):
             "WHERE episodes_fts MATCH ? ORDER BY s LIMIT ?"
         )
         headroom = limit * 2
+        terms = [t[1:-1].replace('""', '"') for t in match.split(" OR ")]
+        if " OR ".join('"' + t.replace('"', '""') + '"' for t in terms) != match:
+            terms = []  # not a plain OR of terms: FTS5 parses it
         with self._lock:
             try:
-                rows = self._con.execute(fast, [*weights, match, headroom]).fetchall()
+                # the numpy copy of the index, when this process has a current one (same scores, same order)
+                rows = self._lexcopy.top(self._con, terms, weights, headroom) if terms else None
+                if rows is None:
+                    rows = [(int(r), -float(s)) for r, s in self._con.execute(fast, [*weights, match, headroom])]
                 if not rows:
                     return []
                 ids = [int(r[0]) for r in rows]
@@ -180,7 +204,7 @@ class EpisodeStoreMixin(BaseEpisodeStore):
                             [*chunk, *params],
                         )
                     )
-                kept = [(int(r[0]), -float(r[1])) for r in rows if int(r[0]) in allowed]
+                kept = [r for r in rows if r[0] in allowed]
                 if len(kept) >= limit or len(rows) < headroom:
                     return kept[:limit]
                 sql = (

@@ -36,6 +36,7 @@ from .episodes import EpisodeStoreMixin
 from .fact_reads import FactReadsMixin
 from .fact_reads import _query_params as _query_params  # re-exported: tests import it from here
 from .health import SQLiteHealthMixin
+from .lexindex import LexIndex
 from .name_reads import NameReadsMixin
 from .tx import SQLiteTx, _Checkpointer, _in, _split_sql
 
@@ -174,6 +175,8 @@ class SQLiteStore(FactReadsMixin, NameReadsMixin, RowReadsMixin, EpisodeStoreMix
         # every system time up to this one is final (see settle)
         self._settled = -(2**63)
         self._pred_names: dict[int, str] = {}
+        # a warm process's numpy copy of the FTS5 index (lexindex.py)
+        self._lexcopy = LexIndex(path)
         self._migrate()
         _fork.track(self)
 
