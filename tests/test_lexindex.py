@@ -106,6 +106,23 @@ def test_the_copy_ranks_every_query_as_fts5_does(mem: Memory) -> None:
     _assert_all_equal(mem, f=EpisodeFilter(ns, session="s1"))  # a filter applied after the ranking
 
 
+def test_another_namespace_in_the_file_changes_nothing_but_the_speed(mem: Memory, tmp_path: Path) -> None:
+    """FTS5's statistics span the file; the copy keeps them so, and ranks
+    within the searching namespace: its answers stay FTS5's."""
+    other = chronomem.open(str(tmp_path / "lex.db"), namespace="other", clock=FakeClock("2024-03-01T10:00:00Z"),
+                           embedder=None, timezone="UTC")
+    try:
+        other.add_episodes([{"text": "dog " * 5 + w} for w in WORDS * 8])  # many strong matches elsewhere
+        assert _es(mem)._lexcopy.build_now() and _es(other)._lexcopy.build_now()
+        _assert_all_equal(mem)
+        _assert_all_equal(other)
+        other.add_episodes([{"text": "sunset dog lake"}] * 30)  # replayed, with their namespace
+        _assert_all_equal(mem)
+        _assert_all_equal(other)
+    finally:
+        other.close()
+
+
 def test_writes_after_the_copy_are_replayed(mem: Memory, tmp_path: Path) -> None:
     es = _es(mem)
     assert es._lexcopy.build_now()

@@ -137,7 +137,8 @@ class Search:
 
         ``warm``: also build what lives in this process only (SQLite: the
         numpy copy of the lexical index, which a process otherwise builds in
-        the background at its second search), for a server about to answer.
+        the background at its second search; the time-phrase parser's
+        tables), for a server about to answer.
         Returns ``{"vectors": n, "file": bool, "ann": bool}`` and, with
         ``warm``, ``"lexical": bool`` (whether a copy was made)."""
         cfg = config if config is not None else SearchConfig()
@@ -145,6 +146,8 @@ class Search:
                                       cfg.ann_threshold, cfg.dense_context)
         if warm:
             out["lexical"] = self._es.prepare_lexical()
+            # the time-phrase parser's first use loads its tables (~0.2 s): not in a question's time
+            resolve_mentions("in December 2023", from_us(self._scope.now_us()).astimezone(self._scope.tz))
         return out
 
     def search(

@@ -175,7 +175,10 @@ class EpisodeStoreMixin(BaseEpisodeStore):
 
         Fast path: rank the FTS matches alone (FTS5 keeps only the best rows)
         with some headroom, then apply the filter to those rows; only when the
-        filter removed too many does the joined (filter-first) query run."""
+        filter removed too many does the joined (filter-first) query run.
+        A warm process ranks the fast path with its copy of the index
+        (:mod:`.lexindex`), within the namespace: the same scores, and the
+        filter's top ``limit`` is the same either way."""
         fast = (
             "SELECT rowid, bm25(episodes_fts, ?, ?, ?, ?) AS s FROM episodes_fts "
             "WHERE episodes_fts MATCH ? ORDER BY s LIMIT ?"
@@ -187,7 +190,7 @@ class EpisodeStoreMixin(BaseEpisodeStore):
         with self._lock:
             try:
                 # the numpy copy of the index, when this process has a current one (same scores, same order)
-                rows = self._lexcopy.top(self._con, terms, weights, headroom) if terms else None
+                rows = self._lexcopy.top(self._con, terms, weights, headroom, f.ns_id) if terms else None
                 if rows is None:
                     rows = [(int(r), -float(s)) for r, s in self._con.execute(fast, [*weights, match, headroom])]
                 if not rows:

@@ -109,7 +109,7 @@ class _Postings:
     gets a new slot and its old one dies."""
 
     def __init__(self, np: Any, seq: int, terms: dict[str, int], toff: Any, pslot: Any, pcode: Any,
-                 combos: list[tuple[int, ...]], rowids: Any, dl: Any) -> None:
+                 combos: list[tuple[int, ...]], rowids: Any, dl: Any, ns: Any) -> None:
         self.np = np
         self.seq = seq
         self.terms = terms
@@ -121,6 +121,7 @@ class _Postings:
         self.nslots = self.nbase
         self.rowids = np.asarray(rowids, dtype=np.int64)
         self.dl = np.asarray(dl, dtype=np.int64)
+        self.ns = np.asarray(ns, dtype=np.int64)  # each row's namespace (-1: no episode row)
         self.live = np.ones(self.nbase, dtype=bool)
         self.nrow = self.nbase
         self.ntok = int(self.dl.sum())
@@ -158,7 +159,10 @@ class _Postings:
             s, c = s[keep], c[keep]
         return s, c
 
-    def top(self, tokens: Sequence[str], weights: Sequence[float], limit: int) -> list[tuple[int, float]]:
+    def top(self, tokens: Sequence[str], weights: Sequence[float], limit: int,
+            ns_id: int | None = None) -> list[tuple[int, float]]:
+        """The best ``limit`` rows (of namespace ``ns_id``, if given) with
+        their scores. The statistics are the whole file's, as FTS5's are."""
         np = self.np
         freqs = self._freq_table(weights)
         avgdl = float(self.ntok) / float(self.nrow) if self.nrow else 0.0
@@ -183,6 +187,11 @@ class _Postings:
             return []
         uniq, inv = np.unique(np.concatenate(slots), return_inverse=True)
         score = np.bincount(inv, weights=np.concatenate(parts), minlength=len(uniq))  # (summed in phrase order)
+        if ns_id is not None:
+            mine = self.ns[uniq] == ns_id
+            uniq, score = uniq[mine], score[mine]
+            if not len(uniq):
+                return []
         rowids = self.rowids[uniq]
         neg = -score
         if len(uniq) > limit:
@@ -206,14 +215,15 @@ class _Postings:
         if need <= len(self.rowids):
             return
         cap = max(need, len(self.rowids) * 5 // 4 + 1024)
-        for name, dtype in (("rowids", np.int64), ("dl", np.int64), ("live", bool)):
+        for name, dtype in (("rowids", np.int64), ("dl", np.int64), ("ns", np.int64), ("live", bool)):
             old = getattr(self, name)
             new = np.zeros(cap, dtype=dtype)
             new[:len(old)] = old
             setattr(self, name, new)
 
-    def replay(self, seq: int, rows: dict[int, tuple[str, str, str, str] | None]) -> None:
-        """Apply the current content of the rows the log named (``None``: gone)."""
+    def replay(self, seq: int, rows: dict[int, tuple[str, str, str, str] | None], ns: dict[int, int]) -> None:
+        """Apply the current content of the rows the log named (``None``:
+        gone); ``ns``: their namespaces."""
         for rowid in rows:
             old = self._slot_of(rowid)
             if old is not None and self.live[old]:
@@ -228,6 +238,7 @@ class _Postings:
             slot = self.nslots
             self.nslots += 1
             self.rowids[slot] = rowid
+            self.ns[slot] = ns.get(rowid, -1)
             self.dl[slot] = len(toks)
             self.live[slot] = True
             self.nrow += 1
@@ -266,6 +277,14 @@ def _build(np: Any, path: str) -> _Postings | None:
             return None
         rowids = np.fromiter((r for (r,) in con.execute("SELECT id FROM episodes_fts_docsize ORDER BY id")),
                              dtype=np.int64, count=nrow)
+        ns = np.full(nrow, -1, dtype=np.int64)
+        pairs = np.array(con.execute("SELECT rowid, ns_id FROM episodes ORDER BY rowid").fetchall(),
+                         dtype=np.int64).reshape(-1, 2)
+        at = np.searchsorted(rowids, pairs[:, 0])
+        hit = at < nrow
+        hit[hit] = rowids[at[hit]] == pairs[hit, 0]
+        ns[at[hit]] = pairs[hit, 1]
+        del pairs
         pslot = np.empty(ntok, dtype=np.int32)  # (a posting holds one token at least)
         pcode = np.empty(ntok, dtype=np.uint16)  # (int32 past 65,535 combinations: never seen)
         dl = np.zeros(nrow, dtype=np.int64)
@@ -321,7 +340,7 @@ def _build(np: Any, path: str) -> _Postings | None:
     toff = np.zeros(len(terms) + 1, dtype=np.int64)
     np.cumsum(np.frombuffer(per_term, dtype=np.int64), out=toff[1:])
     # (views: the arrays were sized by the token count, ~10% over the postings)
-    post = _Postings(np, seq, terms, toff, pslot[:n], pcode[:n], combos, rowids, dl)
+    post = _Postings(np, seq, terms, toff, pslot[:n], pcode[:n], combos, rowids, dl, ns)
     if (post.nrow, post.ntok) != (nrow, ntok) or int(toff[-1]) != n:
         log.warning("lexical copy: %d rows / %d tokens read, FTS5 counts %d / %d; not used",
                     post.nrow, post.ntok, nrow, ntok)
@@ -390,10 +409,11 @@ class LexIndex:
             self._building = False
 
     def top(self, con: sqlite3.Connection, terms: Sequence[str], weights: Sequence[float],
-            limit: int) -> list[tuple[int, float]] | None:
+            limit: int, ns_id: int | None = None) -> list[tuple[int, float]] | None:
         """The best ``limit`` rows ``(rowid, -bm25)`` of the OR of ``terms``
-        as FTS5 ranks them, or ``None``: let FTS5 answer (no current copy,
-        or a term FTS5 reads as a phrase of several tokens)."""
+        (of namespace ``ns_id``, if given) as FTS5 ranks them, or ``None``:
+        let FTS5 answer (no current copy, or a term FTS5 reads as a phrase
+        of several tokens)."""
         if self.disabled or con.in_transaction:
             return None
         self._searches += 1
@@ -426,7 +446,7 @@ class LexIndex:
                 return None
             tokens.append(toks[0][0])
         self.answered += 1
-        return post.top(tokens, weights, limit)
+        return post.top(tokens, weights, limit, ns_id)
 
     def _catch_up(self, con: sqlite3.Connection, post: _Postings) -> bool:
         """Replay the log past the copy's position; ``False``: rebuild."""
@@ -449,10 +469,15 @@ class LexIndex:
                 for r in con.execute(f"SELECT rowid, {', '.join(COLUMNS)} FROM episodes_fts WHERE rowid IN "
                                      f"({','.join('?' * len(chunk))})", chunk):
                     rows[int(r[0])] = (r[1] or "", r[2] or "", r[3] or "", r[4] or "")
+            ns: dict[int, int] = {}
+            for start in range(0, len(want), 500):
+                chunk = want[start:start + 500]
+                ns.update((int(r), int(n)) for r, n in con.execute(
+                    f"SELECT rowid, ns_id FROM episodes WHERE rowid IN ({','.join('?' * len(chunk))})", chunk))
             expect = fts5_averages(con)
         finally:
             con.execute("COMMIT")
-        post.replay(seq, rows)
+        post.replay(seq, rows, ns)
         if (post.nrow, post.ntok) != expect:
             log.warning("lexical copy: %d rows / %d tokens after replay, FTS5 counts %d / %d; rebuilding",
                         post.nrow, post.ntok, *expect)
