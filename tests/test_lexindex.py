@@ -151,8 +151,9 @@ def test_a_reindex_is_replayed_and_the_answers_stay_equal(mem: Memory) -> None:
 
 def test_an_erasure_drops_the_copy_and_fts5_answers_until_it_is_rebuilt(mem: Memory) -> None:
     es = _es(mem)
+    victim = mem.add_episode("zanzibarquux pottery workshop", speaker="Jon").id
     assert es._lexcopy.build_now()
-    victim = mem.search("pottery workshop", k=1)[0].episode.id
+    assert "zanzibarquux" in es._lexcopy.current.terms
     mem.erase_episode(victim, confirm=True)
     match = fts_query("pottery workshop")
     assert match is not None
@@ -160,6 +161,7 @@ def test_an_erasure_drops_the_copy_and_fts5_answers_until_it_is_rebuilt(mem: Mem
     es.lexical_search(match, EpisodeFilter(mem._scope.ns_id), 10, W)
     assert es._lexcopy.answered == before and es._lexcopy.current is None  # FTS5 answered
     assert es._lexcopy.build_now()
+    assert "zanzibarquux" not in es._lexcopy.current.terms  # the erased turn's tokens are gone
     _assert_all_equal(mem)
 
 
