@@ -117,17 +117,29 @@ _N = len(FEATURE_NAMES)
 
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
+#: ASCII text's words split at what is not an ASCII letter or digit (as
+#: ``_WORD`` does, without the regex)
+_ASCII_SEP = bytes(b if chr(b).isalnum() and b < 128 else 32 for b in range(256))
+
+
+def _words_of(text: str) -> frozenset[str]:
+    """The lower-cased words of ``text`` (split at apostrophes, bigrams for
+    unsegmented scripts)."""
+    text = text.lower()
+    if text.isascii():
+        return frozenset(text.encode("ascii").translate(_ASCII_SEP).decode("ascii").split())
+    return frozenset(_WORD.findall(cjk_bigrams(text.replace("’", "'"))))
+
+
+#: the question's and the speakers' words (cached: they come back search after search)
+_terms = lru_cache(maxsize=4096)(_words_of)
 
 
 @lru_cache(maxsize=16_384)
-def _terms(text: str) -> frozenset[str]:
-    """The lower-cased words of ``text`` (split at apostrophes, bigrams for
-    unsegmented scripts): the question's and the candidates' alike (cached:
-    the same turns come back search after search)."""
-    text = text.lower()
-    if not text.isascii():
-        text = cjk_bigrams(text.replace("’", "'"))
-    return frozenset(_WORD.findall(text))
+def _turn(text: str) -> tuple[frozenset[str], int, bool]:
+    """A candidate text's words, its length in words and whether it is a
+    question (cached: the same turns come back search after search)."""
+    return _words_of(text), len(text.split()), _QUESTION_TURN.search(text) is not None
 
 
 def features(query: str, pool: Sequence[Candidate]) -> list[list[float]]:
@@ -151,11 +163,13 @@ def features(query: str, pool: Sequence[Candidate]) -> list[list[float]]:
     base_top = max(c.base for c in pool)
     fused_top = max(c.fused for c in pool)
     # today's order: fused score, then rowid (as the search sorts)
-    fused_rank = {c.key: i + 1 for i, c in enumerate(sorted(pool, key=lambda c: (-c.fused, c.key)))}
+    by_fused = sorted(pool, key=lambda c: (-c.fused, c.key))
+    fused_rr = {c.key: 1.0 / (i + 1) for i, c in enumerate(by_fused)}
 
-    # speakers of the pool the question names
+    # speakers of the pool the question names, and the question's words each holds
     spk_terms: dict[str, frozenset[str]] = {s: _terms(s) for s in {c.speaker for c in pool if c.speaker}}
     named = {s for s, t in spk_terms.items() if t & qwords}
+    spk_q = {s: qcontent & t for s, t in spk_terms.items()}
     named_best = max((c.base for c in pool if c.speaker in named), default=0.0)
     named_rel = named_best / base_top if base_top > 0 else 0.0
 
@@ -168,68 +182,71 @@ def features(query: str, pool: Sequence[Candidate]) -> list[list[float]]:
             sess_best[c.session] = max(sess_best.get(c.session, -math.inf), c.base)
             sess_sum[c.session] = sess_sum.get(c.session, 0.0) + max(c.base, 0.0)
             sess_n[c.session] = sess_n.get(c.session, 0) + 1
-    sess_rank = {s: i + 1 for i, s in enumerate(sorted(sess_best, key=lambda s: (-sess_best[s], s)))}
+    # per session: (best / the leader's, log(1 + count), 1 / rank, sum)
+    sess = {s: (sess_best[s] / base_top if base_top > 0 else 0.0, math.log1p(sess_n[s]), 1.0 / (i + 1),
+                sess_sum[s])
+            for i, s in enumerate(sorted(sess_best, key=lambda s: (-sess_best[s], s)))}
 
-    words = [_terms(c.text) for c in pool]
+    turns = [_turn(c.text) for c in pool]
+    # the question's content words each candidate's text holds
+    qhits = [qcontent & t[0] for t in turns]
     index = {c.key: i for i, c in enumerate(pool)}
     offsets = [d for d in range(-NEIGHBOUR_SPAN, NEIGHBOUR_SPAN + 1) if d]
-
-    def rel(x: float, top: float) -> float:
-        return x / top if top > 0 else 0.0
+    lex_absent = math.log(lex_len + 1)
+    dense_absent = math.log(dense_len + 1)
 
     rows: list[list[float]] = []
     for i, c in enumerate(pool):
-        own = words[i] | spk_terms[c.speaker] if c.speaker else words[i]
-        cover = len(qcontent & own) / qn if qn else 0.0
+        own = qhits[i] | spk_q[c.speaker] if c.speaker else qhits[i]
+        cover = len(own) / qn if qn else 0.0
         nbr_best = 0.0
         nbr_n = 0
-        nbr_words: set[str] = set()
-        if c.session is not None:
+        nbr_cover = 0.0
+        session = c.session
+        if session is not None:
+            nbr_words: set[str] = set()
             for d in offsets:
                 j = index.get(c.key + d)
-                if j is None or pool[j].session != c.session:
+                if j is None or pool[j].session != session:
                     continue
                 nbr_n += 1
-                nbr_best = max(nbr_best, rel(pool[j].base, base_top))
-                nbr_words |= words[j]
-        nbr_cover = len(qcontent & nbr_words) / qn if qn else 0.0
+                nbr_best = max(nbr_best, pool[j].base / base_top if base_top > 0 else 0.0)
+                nbr_words |= qhits[j]
+            if qn:
+                nbr_cover = len(nbr_words) / qn
+            s_best, s_count, s_rr, s_sum = sess[session]
+            s_share = max(c.base, 0.0) / s_sum if s_sum > 0 else 0.0
+        else:
+            s_best, s_count, s_rr, s_share = c.base / base_top if base_top > 0 else 0.0, 0.0, 0.0, 1.0
         spk = 1.0 if c.speaker in named else 0.0
         other = 1.0 if named and c.speaker not in named else 0.0
-        lex_rel = rel(c.lex_score, lex_top) if c.lex_score is not None else 0.0
+        lex_rel = c.lex_score / lex_top if c.lex_score is not None and lex_top > 0 else 0.0
         cos = c.dense_score if c.dense_score is not None else cos_floor
-        nwords = len(c.text.split())
+        _w, nwords, is_question = turns[i]
         has_time = 1.0 if c.has_time else 0.0
-        if c.session is not None:
-            s_best = rel(sess_best[c.session], base_top)
-            s_count = math.log1p(sess_n[c.session])
-            s_rr = 1.0 / sess_rank[c.session]
-            s_share = max(c.base, 0.0) / sess_sum[c.session] if sess_sum[c.session] > 0 else 0.0
-        else:
-            s_best, s_count, s_rr, s_share = rel(c.base, base_top), 0.0, 0.0, 1.0
-        row = [
+        rows.append([
             1.0 if c.lex_rank is not None else 0.0,
             1.0 / c.lex_rank if c.lex_rank is not None else 0.0,
-            math.log(c.lex_rank if c.lex_rank is not None else lex_len + 1),
+            math.log(c.lex_rank) if c.lex_rank is not None else lex_absent,
             lex_rel,
             1.0 if c.dense_rank is not None else 0.0,
             1.0 / c.dense_rank if c.dense_rank is not None else 0.0,
-            math.log(c.dense_rank if c.dense_rank is not None else dense_len + 1),
+            math.log(c.dense_rank) if c.dense_rank is not None else dense_absent,
             cos,
             cos_top - cos,
-            1.0 / fused_rank[c.key],
-            rel(c.fused, fused_top),
-            rel(c.base, base_top),
+            fused_rr[c.key],
+            c.fused / fused_top if fused_top > 0 else 0.0,
+            c.base / base_top if base_top > 0 else 0.0,
             s_best, s_count, s_rr, s_share,
             nbr_best, float(nbr_n), nbr_cover,
             spk, other,
             cover, 1.0 if qn and cover == 1.0 else 0.0,
             math.log1p(nwords), 1.0 if nwords < 6 else 0.0,
-            1.0 if _QUESTION_TURN.search(c.text) else 0.0,
+            1.0 if is_question else 0.0,
             1.0 if c.has_context else 0.0,
             1.0 if c.time_overlap else 0.0, has_time, when * has_time, when * (1.0 - has_time),
             spk * lex_rel, spk * cos, other * lex_rel,
             spk * named_rel, other * (1.0 - named_rel),
-        ]
-        assert len(row) == _N
-        rows.append(row)
+        ])
+    assert len(rows[0]) == _N
     return rows
