@@ -74,17 +74,12 @@ def _grams(words: list[str]) -> set[str]:
     words' keys joined by ``_`` (what :func:`normalize_key` makes of it),
     so each word is normalized once."""
     keys = [_word_key(w) for w in words]
-    out: set[str] = set()
-    for i, key in enumerate(keys):
-        if not key:
-            continue
-        if len(key) >= 2 and key not in STOPWORDS:
-            out.add(key)
-        for n in range(2, _MAX_NGRAM + 1):
-            part = keys[i:i + n]
-            if len(part) < n or not all(part):
-                break
-            out.add("_".join(part))
+    out = {k for k in keys if len(k) >= 2 and k not in STOPWORDS}
+    # every run of 2 to _MAX_NGRAM (4) non-empty keys (a zip stops at its shortest list)
+    k2, k3, k4 = keys[1:], keys[2:], keys[3:]
+    out.update(f"{a}_{b}" for a, b in zip(keys, k2, strict=False) if a and b)
+    out.update(f"{a}_{b}_{c}" for a, b, c in zip(keys, k2, k3, strict=False) if a and b and c)
+    out.update(f"{a}_{b}_{c}_{d}" for a, b, c, d in zip(keys, k2, k3, k4, strict=False) if a and b and c and d)
     return out
 
 
