@@ -123,12 +123,20 @@ def group_boost(scores: Mapping[K, float], groups: Mapping[K, Hashable | None], 
         raise ValueError("top must be at least 1")
     if weight == 0:
         return dict(scores)
-    members: dict[Hashable, list[float]] = {}
-    for item, score in scores.items():
-        g = groups.get(item)
-        if g is not None:
-            members.setdefault(g, []).append(score)
-    gain = {g: weight * sum(sorted(v, reverse=True)[:top]) for g, v in members.items()}
+    if top == 1:  # (the common case: a group's best score, with no list per group)
+        best: dict[Hashable, float] = {}
+        for item, score in scores.items():
+            g = groups.get(item)
+            if g is not None and (g not in best or score > best[g]):
+                best[g] = score
+        gain = {g: weight * b for g, b in best.items()}
+    else:
+        members: dict[Hashable, list[float]] = {}
+        for item, score in scores.items():
+            g = groups.get(item)
+            if g is not None:
+                members.setdefault(g, []).append(score)
+        gain = {g: weight * sum(sorted(v, reverse=True)[:top]) for g, v in members.items()}
     out: dict[K, float] = {}
     for item, score in scores.items():
         g = groups.get(item)
