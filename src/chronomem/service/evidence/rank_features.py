@@ -17,6 +17,7 @@ import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from operator import attrgetter
 from typing import Sequence
 
 from .lexical import STOPWORDS, cjk_bigrams
@@ -114,32 +115,39 @@ FEATURE_NAMES: tuple[str, ...] = (
 )
 
 _N = len(FEATURE_NAMES)
+_KEY = attrgetter("key")
+_FUSED = attrgetter("fused")
 
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
-#: ASCII text's words split at what is not an ASCII letter or digit (as
-#: ``_WORD`` does, without the regex)
-_ASCII_SEP = bytes(b if chr(b).isalnum() and b < 128 else 32 for b in range(256))
+#: ASCII text lower-cased, with a space for what ``_WORD`` does not match (no regex needed)
+_ASCII_WORDS = bytes((b | 0x20 if chr(b).isalpha() else b) if chr(b).isalnum() and b < 128 else 32
+                     for b in range(256))
 
 
-def _words_of(text: str) -> frozenset[str]:
+def _words(text: str) -> list[str]:
     """The lower-cased words of ``text`` (split at apostrophes, bigrams for
-    unsegmented scripts)."""
-    text = text.lower()
+    unsegmented scripts), repeats kept."""
     if text.isascii():
-        return frozenset(text.encode("ascii").translate(_ASCII_SEP).decode("ascii").split())
-    return frozenset(_WORD.findall(cjk_bigrams(text.replace("’", "'"))))
+        return text.encode("ascii").translate(_ASCII_WORDS).decode("ascii").split()
+    return _WORD.findall(cjk_bigrams(text.lower().replace("’", "'")))
 
 
-#: the question's and the speakers' words (cached: they come back search after search)
-_terms = lru_cache(maxsize=4096)(_words_of)
+@lru_cache(maxsize=4096)
+def _terms(text: str) -> frozenset[str]:
+    """The set of :func:`_words` of the question and of the speakers (cached:
+    they come back search after search)."""
+    return frozenset(_words(text))
 
 
 @lru_cache(maxsize=16_384)
-def _turn(text: str) -> tuple[frozenset[str], int, bool]:
-    """A candidate text's words, its length in words and whether it is a
-    question (cached: the same turns come back search after search)."""
-    return _words_of(text), len(text.split()), _QUESTION_TURN.search(text) is not None
+def _turn(text: str) -> tuple[tuple[str, ...], tuple[float, float, float]]:
+    """A candidate text's :func:`_words` and its ``len_log``, ``short`` and
+    ``is_question`` features (cached: the same turns come back search after
+    search)."""
+    n = len(text.split())
+    return tuple(_words(text)), (math.log1p(n), 1.0 if n < 6 else 0.0,
+                                 1.0 if _QUESTION_TURN.search(text) is not None else 0.0)
 
 
 def features(query: str, pool: Sequence[Candidate]) -> list[list[float]]:
@@ -162,38 +170,53 @@ def features(query: str, pool: Sequence[Candidate]) -> list[list[float]]:
     dense_len = max((c.dense_rank for c in pool if c.dense_rank is not None), default=0)
     base_top = max(c.base for c in pool)
     fused_top = max(c.fused for c in pool)
-    # today's order: fused score, then rowid (as the search sorts)
-    by_fused = sorted(pool, key=lambda c: (-c.fused, c.key))
-    fused_rr = {c.key: 1.0 / (i + 1) for i, c in enumerate(by_fused)}
+    by_key = sorted(pool, key=_KEY)
+    # today's order: fused score, then rowid (as the search sorts; a stable sort)
+    fused_rr = {c.key: 1.0 / (i + 1) for i, c in enumerate(sorted(by_key, key=_FUSED, reverse=True))}
 
-    # speakers of the pool the question names, and the question's words each holds
+    # speakers of the pool the question names: per speaker, the question's
+    # words it holds and its spk_named, spk_other_named, spk_x_named_best
+    # and other_x_named_weak features (None: a candidate without a speaker)
     spk_terms: dict[str, frozenset[str]] = {s: _terms(s) for s in {c.speaker for c in pool if c.speaker}}
     named = {s for s, t in spk_terms.items() if t & qwords}
     spk_q = {s: qcontent & t for s, t in spk_terms.items()}
     named_best = max((c.base for c in pool if c.speaker in named), default=0.0)
     named_rel = named_best / base_top if base_top > 0 else 0.0
+    other_named = 1.0 if named else 0.0
+    spk_feats: dict[str | None, tuple[float, float, float, float]] = {
+        s: (1.0, 0.0, named_rel, 0.0) if s in named else (0.0, other_named, 0.0, other_named * (1.0 - named_rel))
+        for s in (*spk_terms, None)}
 
     # sessions
     sess_best: dict[str, float] = {}
     sess_sum: dict[str, float] = {}
     sess_n: dict[str, int] = {}
-    for c in sorted(pool, key=lambda c: c.key):  # (a float sum in a fixed order)
-        if c.session is not None:
-            sess_best[c.session] = max(sess_best.get(c.session, -math.inf), c.base)
-            sess_sum[c.session] = sess_sum.get(c.session, 0.0) + max(c.base, 0.0)
-            sess_n[c.session] = sess_n.get(c.session, 0) + 1
-    # per session: (best / the leader's, log(1 + count), 1 / rank, sum)
-    sess = {s: (sess_best[s] / base_top if base_top > 0 else 0.0, math.log1p(sess_n[s]), 1.0 / (i + 1),
-                sess_sum[s])
-            for i, s in enumerate(sorted(sess_best, key=lambda s: (-sess_best[s], s)))}
+    for c in by_key:  # (a float sum in a fixed order)
+        s, b = c.session, c.base
+        if s is None:
+            continue
+        if s in sess_n:
+            if b > sess_best[s]:
+                sess_best[s] = b
+            sess_sum[s] += max(b, 0.0)
+            sess_n[s] += 1
+        else:
+            sess_best[s], sess_sum[s], sess_n[s] = b, 0.0 + max(b, 0.0), 1
+    # per session: its session_best_rel, session_count_log and session_rr (sessions
+    # by best score, then name: stable sorts)
+    sess = {s: (sess_best[s] / base_top if base_top > 0 else 0.0, math.log1p(sess_n[s]), 1.0 / (i + 1))
+            for i, s in enumerate(sorted(sorted(sess_best), key=sess_best.__getitem__, reverse=True))}
 
     turns = [_turn(c.text) for c in pool]
     # the question's content words each candidate's text holds
-    qhits = [qcontent & t[0] for t in turns]
+    qhits = [qcontent.intersection(t[0]) for t in turns]
     index = {c.key: i for i, c in enumerate(pool)}
     offsets = [d for d in range(-NEIGHBOUR_SPAN, NEIGHBOUR_SPAN + 1) if d]
-    lex_absent = math.log(lex_len + 1)
-    dense_absent = math.log(dense_len + 1)
+    # the list features of a candidate absent from the list
+    lex_absent = (0.0, 0.0, math.log(lex_len + 1))
+    dense_absent = (0.0, 0.0, math.log(dense_len + 1))
+    # has_time, when_x_time, when_x_no_time by has_time
+    time_feats = {True: (1.0, when * 1.0, when * (1.0 - 1.0)), False: (0.0, when * 0.0, when * (1.0 - 0.0))}
 
     rows: list[list[float]] = []
     for i, c in enumerate(pool):
@@ -214,39 +237,34 @@ def features(query: str, pool: Sequence[Candidate]) -> list[list[float]]:
                 nbr_words |= qhits[j]
             if qn:
                 nbr_cover = len(nbr_words) / qn
-            s_best, s_count, s_rr, s_sum = sess[session]
+            s_sum = sess_sum[session]
+            sf = sess[session]
             s_share = max(c.base, 0.0) / s_sum if s_sum > 0 else 0.0
         else:
-            s_best, s_count, s_rr, s_share = c.base / base_top if base_top > 0 else 0.0, 0.0, 0.0, 1.0
-        spk = 1.0 if c.speaker in named else 0.0
-        other = 1.0 if named and c.speaker not in named else 0.0
+            sf = (c.base / base_top if base_top > 0 else 0.0, 0.0, 0.0)
+            s_share = 1.0
+        spk, other, spk_best, other_weak = spk_feats[c.speaker or None]
         lex_rel = c.lex_score / lex_top if c.lex_score is not None and lex_top > 0 else 0.0
         cos = c.dense_score if c.dense_score is not None else cos_floor
-        _w, nwords, is_question = turns[i]
-        has_time = 1.0 if c.has_time else 0.0
+        r, dr = c.lex_rank, c.dense_rank
         rows.append([
-            1.0 if c.lex_rank is not None else 0.0,
-            1.0 / c.lex_rank if c.lex_rank is not None else 0.0,
-            math.log(c.lex_rank) if c.lex_rank is not None else lex_absent,
+            *((1.0, 1.0 / r, math.log(r)) if r is not None else lex_absent),
             lex_rel,
-            1.0 if c.dense_rank is not None else 0.0,
-            1.0 / c.dense_rank if c.dense_rank is not None else 0.0,
-            math.log(c.dense_rank) if c.dense_rank is not None else dense_absent,
+            *((1.0, 1.0 / dr, math.log(dr)) if dr is not None else dense_absent),
             cos,
             cos_top - cos,
             fused_rr[c.key],
             c.fused / fused_top if fused_top > 0 else 0.0,
             c.base / base_top if base_top > 0 else 0.0,
-            s_best, s_count, s_rr, s_share,
+            *sf, s_share,
             nbr_best, float(nbr_n), nbr_cover,
             spk, other,
             cover, 1.0 if qn and cover == 1.0 else 0.0,
-            math.log1p(nwords), 1.0 if nwords < 6 else 0.0,
-            1.0 if is_question else 0.0,
+            *turns[i][1],
             1.0 if c.has_context else 0.0,
-            1.0 if c.time_overlap else 0.0, has_time, when * has_time, when * (1.0 - has_time),
+            1.0 if c.time_overlap else 0.0, *time_feats[bool(c.has_time)],
             spk * lex_rel, spk * cos, other * lex_rel,
-            spk * named_rel, other * (1.0 - named_rel),
+            spk_best, other_weak,
         ])
     assert len(rows[0]) == _N
     return rows
