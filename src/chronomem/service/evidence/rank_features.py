@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 from operator import attrgetter
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 from .lexical import STOPWORDS, cjk_bigrams
 
@@ -37,9 +36,9 @@ _QUESTION_TURN = re.compile(r"\?\s*$|\?[\"')\s]*$")
 NEIGHBOUR_SPAN = 2
 
 
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """What the search knows about one pooled episode.
+class Candidate(NamedTuple):
+    """What the search knows about one pooled episode (a tuple: a search
+    makes one per pooled episode, hundreds).
 
     ``key``: the episode's rowid (neighbours are found by rowid distance within
     a session); ``lex_*`` / ``dense_*``: its 1-based rank and raw score in the
