@@ -124,29 +124,29 @@ _ASCII_WORDS = bytes((b | 0x20 if chr(b).isalpha() else b) if chr(b).isalnum() a
                      for b in range(256))
 
 
-def _words(text: str) -> list[str]:
+def _words(text: str) -> str:
     """The lower-cased words of ``text`` (split at apostrophes, bigrams for
-    unsegmented scripts), repeats kept."""
+    unsegmented scripts) between spaces: ``" w "`` is in it for each word ``w``."""
     if text.isascii():
-        return text.encode("ascii").translate(_ASCII_WORDS).decode("ascii").split()
-    return _WORD.findall(cjk_bigrams(text.lower().replace("’", "'")))
+        return f" {text.encode('ascii').translate(_ASCII_WORDS).decode('ascii')} "
+    return " " + " ".join(_WORD.findall(cjk_bigrams(text.lower().replace("’", "'")))) + " "
 
 
 @lru_cache(maxsize=4096)
 def _terms(text: str) -> frozenset[str]:
     """The set of :func:`_words` of the question and of the speakers (cached:
     they come back search after search)."""
-    return frozenset(_words(text))
+    return frozenset(_words(text).split())
 
 
 @lru_cache(maxsize=16_384)
-def _turn(text: str) -> tuple[tuple[str, ...], tuple[float, float, float]]:
+def _turn(text: str) -> tuple[str, tuple[float, float, float]]:
     """A candidate text's :func:`_words` and its ``len_log``, ``short`` and
     ``is_question`` features (cached: the same turns come back search after
     search)."""
     n = len(text.split())
-    return tuple(_words(text)), (math.log1p(n), 1.0 if n < 6 else 0.0,
-                                 1.0 if _QUESTION_TURN.search(text) is not None else 0.0)
+    return _words(text), (math.log1p(n), 1.0 if n < 6 else 0.0,
+                          1.0 if _QUESTION_TURN.search(text) is not None else 0.0)
 
 
 def features(query: str, pool: Sequence[Candidate]) -> list[list[float]]:
@@ -178,7 +178,9 @@ def features(query: str, pool: Sequence[Candidate]) -> list[list[float]]:
     # and other_x_named_weak features (None: a candidate without a speaker)
     spk_terms: dict[str, frozenset[str]] = {s: _terms(s) for s in {c.speaker for c in pool if c.speaker}}
     named = {s for s, t in spk_terms.items() if t & qwords}
-    spk_q = {s: qcontent & t for s, t in spk_terms.items()}
+    # the question's content words as bits (a text's are an int: its cover is a bit count)
+    bits = [(1 << b, w, f" {w} ") for b, w in enumerate(qcontent)]
+    spk_q = {s: sum(bit for bit, w, _sp in bits if w in t) for s, t in spk_terms.items()}
     named_best = max((c.base for c in pool if c.speaker in named), default=0.0)
     named_rel = named_best / base_top if base_top > 0 else 0.0
     other_named = 1.0 if named else 0.0
@@ -208,7 +210,11 @@ def features(query: str, pool: Sequence[Candidate]) -> list[list[float]]:
 
     turns = [_turn(c.text) for c in pool]
     # the question's content words each candidate's text holds
-    qhits = [qcontent.intersection(t[0]) for t in turns]
+    qhits = [0] * len(pool)
+    texts = [t[0] for t in turns]
+    for bit, _w, spaced in bits:
+        for i in [i for i, t in enumerate(texts) if spaced in t]:
+            qhits[i] |= bit
     index = {c.key: i for i, c in enumerate(pool)}
     offsets = [d for d in range(-NEIGHBOUR_SPAN, NEIGHBOUR_SPAN + 1) if d]
     # the list features of a candidate absent from the list
@@ -220,13 +226,13 @@ def features(query: str, pool: Sequence[Candidate]) -> list[list[float]]:
     rows: list[list[float]] = []
     for i, c in enumerate(pool):
         own = qhits[i] | spk_q[c.speaker] if c.speaker else qhits[i]
-        cover = len(own) / qn if qn else 0.0
+        cover = own.bit_count() / qn if qn else 0.0
         nbr_best = 0.0
         nbr_n = 0
         nbr_cover = 0.0
         session = c.session
         if session is not None:
-            nbr_words: set[str] = set()
+            nbr_words = 0
             for d in offsets:
                 j = index.get(c.key + d)
                 if j is None or pool[j].session != session:
@@ -235,7 +241,7 @@ def features(query: str, pool: Sequence[Candidate]) -> list[list[float]]:
                 nbr_best = max(nbr_best, pool[j].base / base_top if base_top > 0 else 0.0)
                 nbr_words |= qhits[j]
             if qn:
-                nbr_cover = len(nbr_words) / qn
+                nbr_cover = nbr_words.bit_count() / qn
             s_sum = sess_sum[session]
             sf = sess[session]
             s_share = max(c.base, 0.0) / s_sum if s_sum > 0 else 0.0
