@@ -11,6 +11,7 @@ import re
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any, Literal, Mapping
 
 from ...core.index_text import METADATA_TEXT_KEYS
@@ -76,6 +77,8 @@ class _Pooled:
     final: dict[int, float]
     times: list[tuple[int, int, int, str, int]]
     candidates: list[Candidate]
+    lex_rank: dict[int, tuple[int, float]]
+    dense_rank: dict[int, tuple[int, float]]
 
 
 _WARNED: list[str] = []
@@ -356,33 +359,30 @@ class Search:
         base = {rowid: sum(p) + bonus.get(rowid, 0.0) for rowid, p in parts.items() if rowid in recs}
         final = group_boost(base, {rowid: recs[rowid].session for rowid in base}, cfg.session_weight,
                             cfg.session_top)
+        # each list's (rank, score) by rowid
+        lex = {rowid: (i + 1, sc) for i, (rowid, sc) in enumerate(lexical)}
+        den = {rowid: (i + 1, sc) for i, (rowid, sc) in enumerate(dense)}
         cands: list[Candidate] = []
         if want_candidates:
-            lex = {rowid: (i + 1, sc) for i, (rowid, sc) in enumerate(lexical)}
-            den = {rowid: (i + 1, sc) for i, (rowid, sc) in enumerate(dense)}
+            absent = (None, None)
             for rowid in base:
                 rec = recs[rowid]
-                lr, dr = lex.get(rowid), den.get(rowid)
-                cands.append(Candidate(
-                    key=rowid, text=rec.text, speaker=rec.speaker, session=rec.session,
-                    lex_rank=lr[0] if lr else None, lex_score=lr[1] if lr else None,
-                    dense_rank=dr[0] if dr else None, dense_score=dr[1] if dr else None,
-                    base=base[rowid], fused=final[rowid], time_overlap=rowid in overlap,
-                    has_time=rowid in with_time, has_context=bool(rec.metadata and _CONTEXT_KEY.search(rec.metadata)),
+                lr, dr = lex.get(rowid, absent), den.get(rowid, absent)
+                cands.append(Candidate(  # (positional, in the fields' order: hundreds a search)
+                    rowid, rec.text, rec.speaker, rec.session, lr[0], lr[1], dr[0], dr[1], base[rowid], final[rowid],
+                    rowid in overlap, rowid in with_time, bool(rec.metadata and _CONTEXT_KEY.search(rec.metadata)),
                 ))
-        return _Pooled(recs, bonus, base, final, times, cands)
+        return _Pooled(recs, bonus, base, final, times, cands, lex, den)
 
     def _fuse(self, query: str, lexical: list[tuple[int, float]], dense: list[tuple[int, float]],
               cfg: SearchConfig, at_us: int, known_us: int | None, k: int, view: str,
               emb_name: str | None = None) -> list[Hit]:
-        lex_rank = {rowid: (i + 1, s) for i, (rowid, s) in enumerate(lexical)}
-        den_rank = {rowid: (i + 1, s) for i, (rowid, s) in enumerate(dense)}
         learned = cfg.ranker == "learned" and cfg.fusion == "relative" and cfg.lexical_weight > 0 and bool(dense)
         model = _learned_model(emb_name) if learned else None
         got = self._pool(query, lexical, dense, cfg, at_us, want_candidates=model is not None)
         if got is None:
             return []
-        recs, bonus, base = got.recs, got.bonus, got.base
+        recs, bonus, base, lex_rank, den_rank = got.recs, got.bonus, got.base, got.lex_rank, got.dense_rank
         fused = got.final
         final = fused
         if model is not None:
@@ -390,7 +390,7 @@ class Search:
             logits = model.scores(features(query, got.candidates))
             final = {c.key: 1.0 / (1.0 + math.exp(-max(-35.0, min(35.0, z))))
                      for c, z in zip(got.candidates, logits, strict=True)}
-        ranked = sorted(final.items(), key=lambda x: (-x[1], x[0]))
+        ranked = sorted(sorted(final.items()), key=itemgetter(1), reverse=True)  # (score, then rowid: stable)
         # facts citing the candidates, as known at `known_at` (system time),
         # for the notes and the as_world view (whose facts had ended by `at`)
         cand = [rowid for rowid, _ in ranked[: max(k * 4, 40)]]
