@@ -328,9 +328,10 @@ class BaseEpisodeStore(ABC):
         connection (as ``RowReadsMixin._fetch``)."""
 
     def _in(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
-        """The condition that ``column`` is one of ``values``, and its parameters."""
+        """The condition that ``column`` is one of ``values``, and its parameters
+        (padded: a search's lists of many lengths make a few statements)."""
         params: list[Any] = []
-        return self.ep_sql.dialect.is_in(column, values, params), params
+        return self.ep_sql.dialect.is_in(column, values, params, pad=True), params
 
     # -- episodes ------------------------------------------------------------------
     def _in_queries(self, head: str, column: str, values: Sequence[Any], size: int,
