@@ -75,11 +75,13 @@ def _grams(words: list[str]) -> set[str]:
     so each word is normalized once."""
     keys = [_word_key(w) for w in words]
     out = {k for k in keys if len(k) >= 2 and k not in STOPWORDS}
-    # every run of 2 to _MAX_NGRAM (4) non-empty keys (a zip stops at its shortest list)
-    k2, k3, k4 = keys[1:], keys[2:], keys[3:]
-    out.update(f"{a}_{b}" for a, b in zip(keys, k2, strict=False) if a and b)
-    out.update(f"{a}_{b}_{c}" for a, b, c in zip(keys, k2, k3, strict=False) if a and b and c)
-    out.update(f"{a}_{b}_{c}_{d}" for a, b, c, d in zip(keys, k2, k3, k4, strict=False) if a and b and c and d)
+    # every run of 2 to _MAX_NGRAM (4) non-empty keys, each n-gram its (n-1)-gram
+    # and the next key ("": a run broken there; a zip stops at its shortest list)
+    grams = keys
+    for n in range(1, _MAX_NGRAM):
+        grams = [f"{g}_{k}" if g and k else "" for g, k in zip(grams, keys[n:], strict=False)]
+        out.update(grams)
+    out.discard("")
     return out
 
 
