@@ -388,7 +388,8 @@ class Search:
         if model is not None:
             # the learned ranker reorders the pool; a hit's score is its probability
             logits = model.scores(features(query, got.candidates))
-            final = {c.key: 1.0 / (1.0 + math.exp(-max(-35.0, min(35.0, z))))
+            # (z clamped to [-35, 35] as max(-35, min(35, z)) would, without the calls)
+            final = {c.key: 1.0 / (1.0 + math.exp(-(35.0 if not z < 35.0 else z if z > -35.0 else -35.0)))
                      for c, z in zip(got.candidates, logits, strict=True)}
         ranked = sorted(sorted(final.items()), key=itemgetter(1), reverse=True)  # (score, then rowid: stable)
         # facts citing the candidates, as known at `known_at` (system time),
