@@ -45,7 +45,6 @@ out-of-fold figures carry that much selection; none is shipped.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
 import re
@@ -187,7 +186,7 @@ def pool_of(q: dict[str, Any], conv: dict[str, Any], v: dict[str, Any],
     got = search._pool(q["question"], lex, dense + extra, SearchConfig(ranker="fusion"), q["at_us"],
                        want_candidates=True)
     fresh = set(new)
-    cands = [dataclasses.replace(c, dense_rank=None) if c.key in fresh else c for c in got.candidates]
+    cands = [c._replace(dense_rank=None) if c.key in fresh else c for c in got.candidates]
     return sorted(cands, key=lambda c: (-got.final[c.key], c.key)), added, xvec
 
 

@@ -18,7 +18,7 @@ from chronomem.store.sql.episodes import EpisodeSQL
 _PIECES = {
     "in_ns", "times_head", "time_values", "episodes_head", "list_episodes_tail",
     "episode_times_head", "episode_times_tail", "citing_head", "citing_sources", "not_superseded_known",
-    "import_keys_head",
+    "import_keys_head", "pooled_head",
 }
 
 
@@ -42,6 +42,8 @@ def _statements(store: Any, sql: EpisodeSQL) -> dict[str, tuple[str, list[Any]]]
         out[f"episodes_by_rowids/{n}"] = (sql.episodes_head + cond, p)
         cond, p = store._in("episode_rowid", ids)
         out[f"episode_times/{n}"] = (sql.episode_times_head + cond + sql.episode_times_tail, p)
+        cond, p = store._in("e.rowid", ids)
+        out[f"pooled_episodes/{n}"] = (sql.pooled_head + cond, p)
         a, pa = store._in("episode_id", [str(i) for i in ids])
         b, pb = store._in("s.episode_id", [str(i) for i in ids])
         out[f"facts_citing/{n}"] = (sql.citing_head + a + sql.citing_sources + b, [1, *pa, *pb])

@@ -14,13 +14,13 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Literal, Protocol, Sequence
+from typing import Any, Iterable, Literal, NamedTuple, Protocol, Sequence
 
 from ..core.time import Clock
 from ..core.version import ObjKey, Row
 
 __all__ = ["STALE_READS", "Capabilities", "EntityRecord", "FactQuery", "FACT_COLUMNS", "KEY_COLUMNS",
-           "KEY_OBJECT_COLUMNS", "PredicateRecord",
+           "KEY_OBJECT_COLUMNS", "PooledEpisode", "PredicateRecord",
            "READ_COLUMNS", "Row", "Store", "StoreHealth", "TokenRecord", "WriteTx", "ObjKey"]
 
 # Column order shared by every backend for fact rows.
@@ -150,6 +150,21 @@ class EpisodeRecord:
     # who wrote it (the writer's name; None: not recorded, before schema 10).
     # Not EpisodeFilter.recorded_by, which bounds recorded_at
     recorded_by: str | None = None
+
+
+class PooledEpisode(NamedTuple):
+    """The columns of an episode a search ranks its pool by
+    (:meth:`EpisodeStore.pooled_episodes`): a tuple, cheap to make for the
+    pool's hundreds of rows."""
+
+    rowid: int
+    id: str
+    text: str
+    occurred_at: int | None
+    recorded_at: int
+    session: str | None
+    speaker: str | None
+    metadata: str | None
 
 
 @dataclass(frozen=True)
@@ -414,6 +429,10 @@ class EpisodeStore(Store, Protocol):
     def episodes_by_rowids(self, rowids: Sequence[int]) -> list[EpisodeRecord]: ...
     def list_episodes(self, f: EpisodeFilter, limit: int, offset: int = 0) -> list[EpisodeRecord]: ...
     def episode_times(self, rowids: Sequence[int]) -> list[tuple[int, int, int, str, int]]: ...
+    # a search's pool: the live episodes of rowids (tombstones left out) and their
+    # time mentions (as episode_times), in one read
+    def pooled_episodes(self, rowids: Sequence[int]) -> tuple[list[PooledEpisode],
+                                                             list[tuple[int, int, int, str, int]]]: ...
     def prune_common_terms(self, match: str, cap: int, budget: int = 0) -> str: ...
     def lexical_search(self, match: str, f: EpisodeFilter, limit: int,
                        weights: tuple[float, float, float, float]) -> list[tuple[int, float]]: ...

@@ -60,10 +60,12 @@ def minmax(scored: Sequence[tuple[K, float]], top: int | None = None,
     it ran out of candidates, so its worst item is not the bottom of the
     scale: ``min(worst, floor)`` is. Without it, a store with two matching
     episodes would score the second as if it were irrelevant."""
-    first: dict[K, float] = {}
-    for item, score in scored:
-        if item not in first:
-            first[item] = float(score)
+    first = {item: float(score) for item, score in scored}
+    if len(first) < len(scored):  # an item listed twice: its first score
+        first = {}
+        for item, score in scored:
+            if item not in first:
+                first[item] = float(score)
     if not first:
         return {}
     ref = list(first.values())[:top] if top is not None and top > 0 else list(first.values())
@@ -73,7 +75,11 @@ def minmax(scored: Sequence[tuple[K, float]], top: int | None = None,
     span = hi - lo
     if not span > 0:  # also catches NaN
         return {item: 1.0 if score >= lo else 0.0 for item, score in first.items()}
-    return {item: min(1.0, max(0.0, (score - lo) / span)) for item, score in first.items()}
+    out: dict[K, float] = {}
+    for item, score in first.items():
+        x = (score - lo) / span
+        out[item] = x if 0.0 < x < 1.0 else (1.0 if x >= 1.0 else 0.0)  # (clamped; NaN: 0)
+    return out
 
 
 def relative_contributions(lists: Sequence[Sequence[tuple[K, float]]], weights: Sequence[float],
@@ -91,9 +97,12 @@ def relative_contributions(lists: Sequence[Sequence[tuple[K, float]]], weights: 
     for i, (scored, w) in enumerate(zip(lists, weights, strict=True)):
         if w <= 0:
             continue
+        sw = scale * w
         for item, norm in minmax(scored, top, None if floors is None else floors[i]).items():
-            parts = out.setdefault(item, [0.0] * len(lists))
-            parts[i] = scale * w * norm
+            parts = out.get(item)
+            if parts is None:
+                parts = out[item] = [0.0] * len(lists)
+            parts[i] = sw * norm
     return out
 
 
@@ -123,12 +132,20 @@ def group_boost(scores: Mapping[K, float], groups: Mapping[K, Hashable | None], 
         raise ValueError("top must be at least 1")
     if weight == 0:
         return dict(scores)
-    members: dict[Hashable, list[float]] = {}
-    for item, score in scores.items():
-        g = groups.get(item)
-        if g is not None:
-            members.setdefault(g, []).append(score)
-    gain = {g: weight * sum(sorted(v, reverse=True)[:top]) for g, v in members.items()}
+    if top == 1:  # (the common case: a group's best score, with no list per group)
+        best: dict[Hashable, float] = {}
+        for item, score in scores.items():
+            g = groups.get(item)
+            if g is not None and (g not in best or score > best[g]):
+                best[g] = score
+        gain = {g: weight * b for g, b in best.items()}
+    else:
+        members: dict[Hashable, list[float]] = {}
+        for item, score in scores.items():
+            g = groups.get(item)
+            if g is not None:
+                members.setdefault(g, []).append(score)
+        gain = {g: weight * sum(sorted(v, reverse=True)[:top]) for g, v in members.items()}
     out: dict[K, float] = {}
     for item, score in scores.items():
         g = groups.get(item)

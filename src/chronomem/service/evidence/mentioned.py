@@ -74,17 +74,14 @@ def _grams(words: list[str]) -> set[str]:
     words' keys joined by ``_`` (what :func:`normalize_key` makes of it),
     so each word is normalized once."""
     keys = [_word_key(w) for w in words]
-    out: set[str] = set()
-    for i, key in enumerate(keys):
-        if not key:
-            continue
-        if len(key) >= 2 and key not in STOPWORDS:
-            out.add(key)
-        for n in range(2, _MAX_NGRAM + 1):
-            part = keys[i:i + n]
-            if len(part) < n or not all(part):
-                break
-            out.add("_".join(part))
+    out = {k for k in keys if len(k) >= 2 and k not in STOPWORDS}
+    # every run of 2 to _MAX_NGRAM (4) non-empty keys, each n-gram its (n-1)-gram
+    # and the next key ("": a run broken there; a zip stops at its shortest list)
+    grams = keys
+    for n in range(1, _MAX_NGRAM):
+        grams = [f"{g}_{k}" if g and k else "" for g, k in zip(grams, keys[n:], strict=False)]
+        out.update(grams)
+    out.discard("")
     return out
 
 

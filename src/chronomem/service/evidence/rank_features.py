@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Sequence
+from operator import attrgetter
+from typing import NamedTuple, Sequence
 
 from .lexical import STOPWORDS, cjk_bigrams
 
@@ -36,9 +36,9 @@ _QUESTION_TURN = re.compile(r"\?\s*$|\?[\"')\s]*$")
 NEIGHBOUR_SPAN = 2
 
 
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """What the search knows about one pooled episode.
+class Candidate(NamedTuple):
+    """What the search knows about one pooled episode (a tuple: a search
+    makes one per pooled episode, hundreds).
 
     ``key``: the episode's rowid (neighbours are found by rowid distance within
     a session); ``lex_*`` / ``dense_*``: its 1-based rank and raw score in the
@@ -114,20 +114,39 @@ FEATURE_NAMES: tuple[str, ...] = (
 )
 
 _N = len(FEATURE_NAMES)
+_KEY = attrgetter("key")
+_FUSED = attrgetter("fused")
 
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
+#: ASCII text lower-cased, with a space for what ``_WORD`` does not match (no regex needed)
+_ASCII_WORDS = bytes((b | 0x20 if chr(b).isalpha() else b) if chr(b).isalnum() and b < 128 else 32
+                     for b in range(256))
+
+
+def _words(text: str) -> str:
+    """The lower-cased words of ``text`` (split at apostrophes, bigrams for
+    unsegmented scripts) between spaces: ``" w "`` is in it for each word ``w``."""
+    if text.isascii():
+        return f" {text.encode('ascii').translate(_ASCII_WORDS).decode('ascii')} "
+    return " " + " ".join(_WORD.findall(cjk_bigrams(text.lower().replace("’", "'")))) + " "
+
+
+@lru_cache(maxsize=4096)
+def _terms(text: str) -> frozenset[str]:
+    """The set of :func:`_words` of the question and of the speakers (cached:
+    they come back search after search)."""
+    return frozenset(_words(text).split())
 
 
 @lru_cache(maxsize=16_384)
-def _terms(text: str) -> frozenset[str]:
-    """The lower-cased words of ``text`` (split at apostrophes, bigrams for
-    unsegmented scripts): the question's and the candidates' alike (cached:
-    the same turns come back search after search)."""
-    text = text.lower()
-    if not text.isascii():
-        text = cjk_bigrams(text.replace("’", "'"))
-    return frozenset(_WORD.findall(text))
+def _turn(text: str) -> tuple[str, tuple[float, float, float]]:
+    """A candidate text's :func:`_words` and its ``len_log``, ``short`` and
+    ``is_question`` features (cached: the same turns come back search after
+    search)."""
+    n = len(text.split())
+    return _words(text), (math.log1p(n), 1.0 if n < 6 else 0.0,
+                          1.0 if _QUESTION_TURN.search(text) is not None else 0.0)
 
 
 def features(query: str, pool: Sequence[Candidate]) -> list[list[float]]:
@@ -150,86 +169,107 @@ def features(query: str, pool: Sequence[Candidate]) -> list[list[float]]:
     dense_len = max((c.dense_rank for c in pool if c.dense_rank is not None), default=0)
     base_top = max(c.base for c in pool)
     fused_top = max(c.fused for c in pool)
-    # today's order: fused score, then rowid (as the search sorts)
-    fused_rank = {c.key: i + 1 for i, c in enumerate(sorted(pool, key=lambda c: (-c.fused, c.key)))}
+    by_key = sorted(pool, key=_KEY)
+    # today's order: fused score, then rowid (as the search sorts; a stable sort)
+    fused_rr = {c.key: 1.0 / (i + 1) for i, c in enumerate(sorted(by_key, key=_FUSED, reverse=True))}
 
-    # speakers of the pool the question names
+    # speakers of the pool the question names: per speaker, the question's
+    # words it holds and its spk_named, spk_other_named, spk_x_named_best
+    # and other_x_named_weak features (None: a candidate without a speaker)
     spk_terms: dict[str, frozenset[str]] = {s: _terms(s) for s in {c.speaker for c in pool if c.speaker}}
     named = {s for s, t in spk_terms.items() if t & qwords}
+    # the question's content words as bits (a text's are an int: its cover is a bit count)
+    bits = [(1 << b, w, f" {w} ") for b, w in enumerate(qcontent)]
+    spk_q = {s: sum(bit for bit, w, _sp in bits if w in t) for s, t in spk_terms.items()}
     named_best = max((c.base for c in pool if c.speaker in named), default=0.0)
     named_rel = named_best / base_top if base_top > 0 else 0.0
+    other_named = 1.0 if named else 0.0
+    spk_feats: dict[str | None, tuple[float, float, float, float]] = {
+        s: (1.0, 0.0, named_rel, 0.0) if s in named else (0.0, other_named, 0.0, other_named * (1.0 - named_rel))
+        for s in (*spk_terms, None)}
 
     # sessions
     sess_best: dict[str, float] = {}
     sess_sum: dict[str, float] = {}
     sess_n: dict[str, int] = {}
-    for c in sorted(pool, key=lambda c: c.key):  # (a float sum in a fixed order)
-        if c.session is not None:
-            sess_best[c.session] = max(sess_best.get(c.session, -math.inf), c.base)
-            sess_sum[c.session] = sess_sum.get(c.session, 0.0) + max(c.base, 0.0)
-            sess_n[c.session] = sess_n.get(c.session, 0) + 1
-    sess_rank = {s: i + 1 for i, s in enumerate(sorted(sess_best, key=lambda s: (-sess_best[s], s)))}
+    for c in by_key:  # (a float sum in a fixed order)
+        s, b = c.session, c.base
+        if s is None:
+            continue
+        if s in sess_n:
+            if b > sess_best[s]:
+                sess_best[s] = b
+            sess_sum[s] += max(b, 0.0)
+            sess_n[s] += 1
+        else:
+            sess_best[s], sess_sum[s], sess_n[s] = b, 0.0 + max(b, 0.0), 1
+    # per session: its session_best_rel, session_count_log and session_rr (sessions
+    # by best score, then name: stable sorts)
+    sess = {s: (sess_best[s] / base_top if base_top > 0 else 0.0, math.log1p(sess_n[s]), 1.0 / (i + 1))
+            for i, s in enumerate(sorted(sorted(sess_best), key=sess_best.__getitem__, reverse=True))}
 
-    words = [_terms(c.text) for c in pool]
+    turns = [_turn(c.text) for c in pool]
+    # the question's content words each candidate's text holds
+    qhits = [0] * len(pool)
+    texts = [t[0] for t in turns]
+    for bit, _w, spaced in bits:
+        for i in [i for i, t in enumerate(texts) if spaced in t]:
+            qhits[i] |= bit
     index = {c.key: i for i, c in enumerate(pool)}
     offsets = [d for d in range(-NEIGHBOUR_SPAN, NEIGHBOUR_SPAN + 1) if d]
-
-    def rel(x: float, top: float) -> float:
-        return x / top if top > 0 else 0.0
+    # the list features of a candidate absent from the list
+    lex_absent = (0.0, 0.0, math.log(lex_len + 1))
+    dense_absent = (0.0, 0.0, math.log(dense_len + 1))
+    # has_time, when_x_time, when_x_no_time by has_time
+    time_feats = {True: (1.0, when * 1.0, when * (1.0 - 1.0)), False: (0.0, when * 0.0, when * (1.0 - 0.0))}
 
     rows: list[list[float]] = []
     for i, c in enumerate(pool):
-        own = words[i] | spk_terms[c.speaker] if c.speaker else words[i]
-        cover = len(qcontent & own) / qn if qn else 0.0
+        own = qhits[i] | spk_q[c.speaker] if c.speaker else qhits[i]
+        cover = own.bit_count() / qn if qn else 0.0
         nbr_best = 0.0
         nbr_n = 0
-        nbr_words: set[str] = set()
-        if c.session is not None:
+        nbr_cover = 0.0
+        session = c.session
+        if session is not None:
+            nbr_words = 0
             for d in offsets:
                 j = index.get(c.key + d)
-                if j is None or pool[j].session != c.session:
+                if j is None or pool[j].session != session:
                     continue
                 nbr_n += 1
-                nbr_best = max(nbr_best, rel(pool[j].base, base_top))
-                nbr_words |= words[j]
-        nbr_cover = len(qcontent & nbr_words) / qn if qn else 0.0
-        spk = 1.0 if c.speaker in named else 0.0
-        other = 1.0 if named and c.speaker not in named else 0.0
-        lex_rel = rel(c.lex_score, lex_top) if c.lex_score is not None else 0.0
-        cos = c.dense_score if c.dense_score is not None else cos_floor
-        nwords = len(c.text.split())
-        has_time = 1.0 if c.has_time else 0.0
-        if c.session is not None:
-            s_best = rel(sess_best[c.session], base_top)
-            s_count = math.log1p(sess_n[c.session])
-            s_rr = 1.0 / sess_rank[c.session]
-            s_share = max(c.base, 0.0) / sess_sum[c.session] if sess_sum[c.session] > 0 else 0.0
+                nbr_best = max(nbr_best, pool[j].base / base_top if base_top > 0 else 0.0)
+                nbr_words |= qhits[j]
+            if qn:
+                nbr_cover = nbr_words.bit_count() / qn
+            s_sum = sess_sum[session]
+            sf = sess[session]
+            s_share = max(c.base, 0.0) / s_sum if s_sum > 0 else 0.0
         else:
-            s_best, s_count, s_rr, s_share = rel(c.base, base_top), 0.0, 0.0, 1.0
-        row = [
-            1.0 if c.lex_rank is not None else 0.0,
-            1.0 / c.lex_rank if c.lex_rank is not None else 0.0,
-            math.log(c.lex_rank if c.lex_rank is not None else lex_len + 1),
+            sf = (c.base / base_top if base_top > 0 else 0.0, 0.0, 0.0)
+            s_share = 1.0
+        spk, other, spk_best, other_weak = spk_feats[c.speaker or None]
+        lex_rel = c.lex_score / lex_top if c.lex_score is not None and lex_top > 0 else 0.0
+        cos = c.dense_score if c.dense_score is not None else cos_floor
+        r, dr = c.lex_rank, c.dense_rank
+        rows.append([
+            *((1.0, 1.0 / r, math.log(r)) if r is not None else lex_absent),
             lex_rel,
-            1.0 if c.dense_rank is not None else 0.0,
-            1.0 / c.dense_rank if c.dense_rank is not None else 0.0,
-            math.log(c.dense_rank if c.dense_rank is not None else dense_len + 1),
+            *((1.0, 1.0 / dr, math.log(dr)) if dr is not None else dense_absent),
             cos,
             cos_top - cos,
-            1.0 / fused_rank[c.key],
-            rel(c.fused, fused_top),
-            rel(c.base, base_top),
-            s_best, s_count, s_rr, s_share,
+            fused_rr[c.key],
+            c.fused / fused_top if fused_top > 0 else 0.0,
+            c.base / base_top if base_top > 0 else 0.0,
+            *sf, s_share,
             nbr_best, float(nbr_n), nbr_cover,
             spk, other,
             cover, 1.0 if qn and cover == 1.0 else 0.0,
-            math.log1p(nwords), 1.0 if nwords < 6 else 0.0,
-            1.0 if _QUESTION_TURN.search(c.text) else 0.0,
+            *turns[i][1],
             1.0 if c.has_context else 0.0,
-            1.0 if c.time_overlap else 0.0, has_time, when * has_time, when * (1.0 - has_time),
+            1.0 if c.time_overlap else 0.0, *time_feats[bool(c.has_time)],
             spk * lex_rel, spk * cos, other * lex_rel,
-            spk * named_rel, other * (1.0 - named_rel),
-        ]
-        assert len(row) == _N
-        rows.append(row)
+            spk_best, other_weak,
+        ])
+    assert len(rows[0]) == _N
     return rows

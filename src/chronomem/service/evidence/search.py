@@ -11,6 +11,7 @@ import re
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any, Literal, Mapping
 
 from ...core.index_text import METADATA_TEXT_KEYS
@@ -18,7 +19,7 @@ from ...core.limits import MAX_K, MAX_QUERY_CHARS, MAX_SESSION_CHARS, check_coun
 from ...core.models import Fact
 from ...core.time import TimeLike, from_us, to_us
 from ...errors import InvalidInputError, InvalidIntervalError
-from ...store.protocol import EpisodeFilter, EpisodeRecord, EpisodeStore
+from ...store.protocol import EpisodeFilter, EpisodeStore, PooledEpisode
 from ..reads import FactReads
 from ..scope import Scope
 from .embed import load_numpy
@@ -70,12 +71,14 @@ if hasattr(os, "register_at_fork"):
 class _Pooled:
     """Today's fusion of one search's pool (:meth:`Search._pool`)."""
 
-    recs: dict[int, EpisodeRecord]
+    recs: dict[int, PooledEpisode]
     bonus: dict[int, float]
     base: dict[int, float]
     final: dict[int, float]
     times: list[tuple[int, int, int, str, int]]
     candidates: list[Candidate]
+    lex_rank: dict[int, tuple[int, float]]
+    dense_rank: dict[int, tuple[int, float]]
 
 
 _WARNED: list[str] = []
@@ -318,10 +321,10 @@ class Search:
 
     def _pool(self, query: str, lexical: list[tuple[int, float]], dense: list[tuple[int, float]],
               cfg: SearchConfig, at_us: int, *, want_candidates: bool = False) -> _Pooled | None:
-        """Today's fusion of the two lists: the records, time terms, scores
-        before (``base``) and after session propagation (``final``) and, with
-        ``want_candidates``, the learned ranker's :class:`Candidate` per
-        pooled episode. ``None``: nothing to rank."""
+        """Today's fusion of the two lists: the pooled episodes, time terms,
+        scores before (``base``) and after session propagation (``final``)
+        and, with ``want_candidates``, the learned ranker's :class:`Candidate`
+        per pooled episode. ``None``: nothing to rank."""
         weights = [cfg.lexical_weight, cfg.dense_weight]
         if cfg.fusion == "rrf":
             parts = rrf_contributions([[r for r, _ in lexical], [r for r, _ in dense]], weights, cfg.rrf_k)
@@ -331,14 +334,14 @@ class Search:
         if not parts:
             return None
         # (a tombstone never answers: a cache read just before an erasure may still name it)
-        recs = {r.rowid: r for r in self._es.episodes_by_rowids(list(parts)) if r.erased_at is None}
+        pooled, times = self._es.pooled_episodes(list(parts))
+        recs = {r.rowid: r for r in pooled}
         bonus: dict[int, float] = {}
         if cfg.time_weight > 0:
             half = cfg.time_half_life_days * 86_400e6
             for rowid, rec in recs.items():
                 when = rec.occurred_at if rec.occurred_at is not None else rec.recorded_at
                 bonus[rowid] = cfg.time_weight * math.pow(0.5, abs(at_us - when) / half)
-        times = self._es.episode_times(list(recs))
         overlap: set[int] = set()
         if cfg.mention_weight > 0 or want_candidates:
             qspans = [(to_us(m.start), to_us(m.end)) for m in
@@ -367,41 +370,39 @@ class Search:
         base = {rowid: sum(p) + bonus.get(rowid, 0.0) for rowid, p in parts.items() if rowid in recs}
         final = group_boost(base, {rowid: recs[rowid].session for rowid in base}, cfg.session_weight,
                             cfg.session_top)
+        # each list's (rank, score) by rowid
+        lex = {rowid: (i + 1, sc) for i, (rowid, sc) in enumerate(lexical)}
+        den = {rowid: (i + 1, sc) for i, (rowid, sc) in enumerate(dense)}
         cands: list[Candidate] = []
         if want_candidates:
-            lex = {rowid: (i + 1, sc) for i, (rowid, sc) in enumerate(lexical)}
-            den = {rowid: (i + 1, sc) for i, (rowid, sc) in enumerate(dense)}
+            absent = (None, None)
             for rowid in base:
                 rec = recs[rowid]
-                lr, dr = lex.get(rowid), den.get(rowid)
-                cands.append(Candidate(
-                    key=rowid, text=rec.text, speaker=rec.speaker, session=rec.session,
-                    lex_rank=lr[0] if lr else None, lex_score=lr[1] if lr else None,
-                    dense_rank=dr[0] if dr else None, dense_score=dr[1] if dr else None,
-                    base=base[rowid], fused=final[rowid], time_overlap=rowid in overlap,
-                    has_time=rowid in with_time, has_context=bool(rec.metadata and _CONTEXT_KEY.search(rec.metadata)),
+                lr, dr = lex.get(rowid, absent), den.get(rowid, absent)
+                cands.append(Candidate(  # (positional, in the fields' order: hundreds a search)
+                    rowid, rec.text, rec.speaker, rec.session, lr[0], lr[1], dr[0], dr[1], base[rowid], final[rowid],
+                    rowid in overlap, rowid in with_time, bool(rec.metadata and _CONTEXT_KEY.search(rec.metadata)),
                 ))
-        return _Pooled(recs, bonus, base, final, times, cands)
+        return _Pooled(recs, bonus, base, final, times, cands, lex, den)
 
     def _fuse(self, query: str, lexical: list[tuple[int, float]], dense: list[tuple[int, float]],
               cfg: SearchConfig, at_us: int, known_us: int | None, k: int, view: str,
               emb_name: str | None = None) -> list[Hit]:
-        lex_rank = {rowid: (i + 1, s) for i, (rowid, s) in enumerate(lexical)}
-        den_rank = {rowid: (i + 1, s) for i, (rowid, s) in enumerate(dense)}
         learned = cfg.ranker == "learned" and cfg.fusion == "relative" and cfg.lexical_weight > 0 and bool(dense)
         model = _learned_model(emb_name) if learned else None
         got = self._pool(query, lexical, dense, cfg, at_us, want_candidates=model is not None)
         if got is None:
             return []
-        recs, bonus, base, times = got.recs, got.bonus, got.base, got.times
+        recs, bonus, base, lex_rank, den_rank = got.recs, got.bonus, got.base, got.lex_rank, got.dense_rank
         fused = got.final
         final = fused
         if model is not None:
             # the learned ranker reorders the pool; a hit's score is its probability
             logits = model.scores(features(query, got.candidates))
-            final = {c.key: 1.0 / (1.0 + math.exp(-max(-35.0, min(35.0, z))))
+            # (z clamped to [-35, 35] as max(-35, min(35, z)) would, without the calls)
+            final = {c.key: 1.0 / (1.0 + math.exp(-(35.0 if not z < 35.0 else z if z > -35.0 else -35.0)))
                      for c, z in zip(got.candidates, logits, strict=True)}
-        ranked = sorted(final.items(), key=lambda x: (-x[1], x[0]))
+        ranked = sorted(sorted(final.items()), key=itemgetter(1), reverse=True)  # (score, then rowid: stable)
         # facts citing the candidates, as known at `known_at` (system time),
         # for the notes and the as_world view (whose facts had ended by `at`)
         cand = [rowid for rowid, _ in ranked[: max(k * 4, 40)]]
@@ -412,27 +413,31 @@ class Search:
         known = {f.id: f for f in self._reads.by_ids(all_ids, known_us)}
         out_rows: list[tuple[int, float]] = []
         for rowid, score in ranked[: len(cand)]:
-            rec = recs[rowid]
             if view == "as_world":
-                facts = [known[fid] for fid in cites.get(rec.id, []) if fid in known]
+                facts = [known[fid] for fid in cites.get(recs[rowid].id, []) if fid in known]
                 if facts and all(_ended(f, at_us) for f in facts):
                     continue  # every fact this evidence supports had ended by `at`
             out_rows.append((rowid, score))
             if len(out_rows) == k:
                 break
+        # the hits' whole records (the pool read only what ranks them; one
+        # erased since is no hit)
+        full = {r.rowid: r for r in self._es.episodes_by_rowids([r for r, _ in out_rows]) if r.erased_at is None}
+        out_rows = [(r, sc) for r, sc in out_rows if r in full]
         tmap: dict[int, list[tuple[int, int, int, str, int]]] = {}
-        for t in times:
-            tmap.setdefault(t[0], []).append(t)
+        for t in got.times:
+            if t[0] in full:
+                tmap.setdefault(t[0], []).append(t)
         # the hits no fact cites: the facts they mention (explicit links take precedence)
         mentioned = mentioned_facts(
-            self._scope, self._reads, [recs[r] for r, _ in out_rows if not cites.get(recs[r].id)], known_us,
+            self._scope, self._reads, [full[r] for r, _ in out_rows if not cites.get(full[r].id)], known_us,
         ) if cfg.mentioned else {}
         ended = [f for f in known.values() if _ended(f, at_us)]
         ended += [f for fs in mentioned.values() for f in fs if _ended(f, at_us)]
         enders = self._reads.enders(ended, known_us)
         hits: list[Hit] = []
         for rowid, score in out_rows:
-            rec = recs[rowid]
+            rec = full[rowid]
             fids = sorted(set(cites.get(rec.id, [])))
             episode = self._episodes.model(rec, times=tmap.get(rowid, []), fact_ids=fids)
             notes = tuple(_fact_note(known[fid], at_us, enders) for fid in fids if fid in known)

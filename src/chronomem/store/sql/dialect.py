@@ -36,17 +36,22 @@ class Dialect:
         """What ends an insert whose caller needs the new ``column``."""
         return f" RETURNING {column}" if self.returning else ""
 
-    def is_in(self, column: str, values: Sequence[Any], params: list[Any]) -> str:
+    def is_in(self, column: str, values: Sequence[Any], params: list[Any], pad: bool = False) -> str:
         """The condition that ``column`` is one of ``values``; appends its
-        parameters to ``params``."""
+        parameters to ``params``. ``pad``: a list of placeholders is padded
+        with NULLs (which match nothing) to a power of two, so a read of
+        lists of many lengths has a few statement texts, which the
+        connection's statement cache keeps."""
         if len(values) == 1:
             params.append(values[0])
             return f"{column} = {self.ph}"
         if self.array_in:
             params.append(list(values))
             return f"{column} = ANY({self.ph})"
+        width = 1 << (len(values) - 1).bit_length() if pad else len(values)
         params.extend(values)
-        return f"{column} IN ({','.join([self.ph] * len(values))})"
+        params.extend([None] * (width - len(values)))
+        return f"{column} IN ({','.join([self.ph] * width)})"
 
     def chunks(self, values: Sequence[Any], size: int) -> list[Sequence[Any]]:
         """``values`` cut into lists one statement can bind (at most ``size``

@@ -21,7 +21,7 @@ from operator import attrgetter
 from typing import Any, ClassVar, Sequence
 
 from ...errors import InvalidInputError
-from ..protocol import EpisodeFilter, EpisodeRecord
+from ..protocol import EpisodeFilter, EpisodeRecord, PooledEpisode
 from .dialect import Dialect
 from .tx import Cursor
 
@@ -136,6 +136,8 @@ class EpisodeSQL:
         # -- reads (the ``*_head`` pieces end where a list condition goes) ------
         self.episodes_head = f"{episodes} "
         self.list_episodes_tail = f" ORDER BY COALESCE(e.occurred_at, e.recorded_at), e.rowid LIMIT {ph} OFFSET {ph}"
+        self.pooled_head = ("SELECT e.rowid, e.id, e.text, e.occurred_at, e.recorded_at, e.session, e.speaker, "
+                            "e.metadata FROM episodes e WHERE e.erased_at IS NULL AND ")
         self.episode_times_head = "SELECT episode_rowid, start_us, end_us, phrase, precision FROM episode_times WHERE "
         # an episode's time mentions in insertion order
         self.episode_times_tail = f" ORDER BY episode_rowid, {d.insert_order}"
@@ -326,9 +328,10 @@ class BaseEpisodeStore(ABC):
         connection (as ``RowReadsMixin._fetch``)."""
 
     def _in(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
-        """The condition that ``column`` is one of ``values``, and its parameters."""
+        """The condition that ``column`` is one of ``values``, and its parameters
+        (padded: a search's lists of many lengths make a few statements)."""
         params: list[Any] = []
-        return self.ep_sql.dialect.is_in(column, values, params), params
+        return self.ep_sql.dialect.is_in(column, values, params, pad=True), params
 
     # -- episodes ------------------------------------------------------------------
     def _in_queries(self, head: str, column: str, values: Sequence[Any], size: int,
@@ -366,6 +369,19 @@ class BaseEpisodeStore(ABC):
         q = self.ep_sql
         queries = self._in_queries(q.episode_times_head, "episode_rowid", rowids, 500, q.episode_times_tail)
         return [(int(r[0]), int(r[1]), int(r[2]), str(r[3]), int(r[4])) for rows in self._fetch(*queries) for r in rows]
+
+    def pooled_episodes(self, rowids: Sequence[int]) -> tuple[list[PooledEpisode],
+                                                             list[tuple[int, int, int, str, int]]]:
+        if not rowids:
+            return [], []
+        q = self.ep_sql
+        eps = self._in_queries(q.pooled_head, "e.rowid", rowids, 500)
+        got = self._fetch(*eps, *self._in_queries(q.episode_times_head, "episode_rowid", rowids, 500,
+                                                  q.episode_times_tail))
+        pooled = [PooledEpisode._make(r) for rows in got[:len(eps)] for r in rows]
+        live = {p.rowid for p in pooled}
+        return pooled, [(int(r[0]), int(r[1]), int(r[2]), str(r[3]), int(r[4]))
+                        for rows in got[len(eps):] for r in rows if r[0] in live]
 
     def superseded_episodes(self, ns_id: int) -> list[tuple[int, int, int]]:
         """``(rowid, superseded_at, superseded_recorded_at)`` of the namespace's superseded episodes."""

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from ..names import NameCache
 from ..protocol import EntityRecord, PredicateRecord
+from ..sql.dialect import SQLITE
 from .tx import _in
 
 __all__ = ["NameReadsMixin"]
@@ -104,10 +105,11 @@ class NameReadsMixin(ABC):
                 else:
                     out[key] = eid
             for i in range(0, len(missing), 500):  # under SQLite's bound-parameter limit
-                part = missing[i:i + 500]
+                params: list[Any] = [ns_id]
+                in_keys = SQLITE.is_in("k.key", missing[i:i + 500], params, pad=True)
                 for key, eid, name in self._con.execute(
                     "SELECT k.key, k.entity_id, e.name FROM entity_keys k JOIN entities e ON e.id = k.entity_id "
-                    f"WHERE k.ns_id = ? AND k.key IN ({','.join('?' * len(part))})", (ns_id, *part),
+                    "WHERE k.ns_id = ? AND " + in_keys, params,
                 ):
                     cache.add_entity(ns_id, key, name, int(eid))
                     out[key] = int(eid)
