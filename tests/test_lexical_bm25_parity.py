@@ -99,7 +99,14 @@ def _ranked(mem: Memory, query: str, f: EpisodeFilter, limit: int,
     # (episode ids are the store's own: an episode is known by what was written)
     recs = es.episodes_by_rowids([r for r, _s in hits])
     ids = {r.rowid: f"{r.session}|{r.occurred_at}|{r.speaker}|{r.text}" for r in recs}
-    return [(ids[r], s) for r, s in hits]
+    # episodes alike in all of that (a random corpus repeats a turn) are told apart by
+    # their order in the ranking, which the backends share (their scores differ: neighbours)
+    seen: dict[str, int] = {}
+    out = []
+    for r, s in hits:
+        n = seen[ids[r]] = seen.get(ids[r], -1) + 1
+        out.append((f"{ids[r]}#{n}", s))
+    return out
 
 
 def _close(a: float, b: float) -> bool:
