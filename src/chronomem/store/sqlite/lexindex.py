@@ -368,8 +368,15 @@ class LexIndex:
 
     @property
     def current(self) -> _Postings | None:
-        """The copy in use (for tests and ``stats``)."""
+        """The copy in use (tests, benchmarks)."""
+        self._take()
         return self._post
+
+    def _take(self) -> None:
+        """Put a copy a build handed over in use."""
+        with self._hand:
+            if self._built is not None:
+                self._post, self._built = self._built, None
 
     def build_now(self) -> bool:
         """Build the copy in this thread (a server warming up, tests);
@@ -382,8 +389,9 @@ class LexIndex:
             self.disabled = True
             return False
         post = _build(self._np, self._path)
-        with self._hand:
-            self._post, self._built = post, None
+        if post is not None:
+            with self._hand:
+                self._built = post  # (in use from the next search: that runs under the store's lock)
         return post is not None
 
     def _start_build(self) -> None:
@@ -417,9 +425,7 @@ class LexIndex:
         if self.disabled or con.in_transaction:
             return None
         self._searches += 1
-        with self._hand:
-            if self._built is not None:
-                self._post, self._built = self._built, None
+        self._take()
         post = self._post
         if post is None:
             # no copy: build one in a process that lives on, unless the last
