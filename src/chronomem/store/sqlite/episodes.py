@@ -30,6 +30,11 @@ _ERASE_CHECKPOINT_MS = 1000
 log = logging.getLogger("chronomem.store.sqlite")
 
 
+def _match_terms(match: str) -> list[str]:
+    """The terms of an OR-query as ``fts_query`` builds it (quoted, joined with OR)."""
+    return [t[1:-1].replace('""', '"') for t in match.split(" OR ")]
+
+
 def _in(column: str, n: int) -> str:
     return f"{column} = ?" if n == 1 else f"{column} IN ({','.join('?' * n)})"
 
@@ -133,7 +138,7 @@ class EpisodeStoreMixin(BaseEpisodeStore):
         contains a common term is what makes BM25 slow on large stores, and
         such terms weigh least in BM25. Document frequencies come from
         ``fts5vocab`` (cached per term)."""
-        terms = [t[1:-1].replace('""', '"') for t in match.split(" OR ")]
+        terms = _match_terms(match)
         if len(terms) < 2 or (cap <= 0 and budget <= 0):
             return match
         with self._lock:
@@ -184,7 +189,7 @@ class EpisodeStoreMixin(BaseEpisodeStore):
             "WHERE episodes_fts MATCH ? ORDER BY s LIMIT ?"
         )
         headroom = limit * 2
-        terms = [t[1:-1].replace('""', '"') for t in match.split(" OR ")]
+        terms = _match_terms(match)
         if " OR ".join('"' + t.replace('"', '""') + '"' for t in terms) != match:
             terms = []  # not a plain OR of terms: FTS5 parses it
         with self._lock:
