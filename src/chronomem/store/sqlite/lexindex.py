@@ -470,16 +470,17 @@ class LexIndex:
                 return False
             want = list(dict.fromkeys(logged))
             rows: dict[int, tuple[str, str, str, str] | None] = dict.fromkeys(want)
-            for start in range(0, len(want), 500):
-                chunk = want[start:start + 500]
-                for r in con.execute(f"SELECT rowid, {', '.join(COLUMNS)} FROM episodes_fts WHERE rowid IN "
-                                     f"({','.join('?' * len(chunk))})", chunk):
-                    rows[int(r[0])] = (r[1] or "", r[2] or "", r[3] or "", r[4] or "")
             ns: dict[int, int] = {}
+            cols = ", ".join(f"f.{c}" for c in COLUMNS)
             for start in range(0, len(want), 500):
                 chunk = want[start:start + 500]
-                ns.update((int(r), int(n)) for r, n in con.execute(
-                    f"SELECT rowid, ns_id FROM episodes WHERE rowid IN ({','.join('?' * len(chunk))})", chunk))
+                # each row's content and its episode's namespace, in one read
+                for r in con.execute(f"SELECT f.rowid, {cols}, e.ns_id FROM episodes_fts f "
+                                     "LEFT JOIN episodes e ON e.rowid = f.rowid "
+                                     f"WHERE f.rowid IN ({','.join('?' * len(chunk))})", chunk):
+                    rows[int(r[0])] = (r[1] or "", r[2] or "", r[3] or "", r[4] or "")
+                    if r[5] is not None:
+                        ns[int(r[0])] = int(r[5])
             expect = fts5_averages(con)
         finally:
             con.execute("COMMIT")
