@@ -297,6 +297,43 @@ def test_an_index_is_the_same_bytes_from_the_same_rows_and_survives_a_round_trip
     assert not (tmp_path / "i.ivf.tmp").exists()
 
 
+@pytest.mark.parametrize("batch", [1, 97, 16384])
+def test_a_search_reads_its_lists_in_batches_and_answers_as_a_scan_of_them(tmp_path: Path, batch: int,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """However the probed lists fall into read batches (one row per batch, a
+    list split over several, every list in one), the file and the in-memory
+    index answer alike, and as a plain scan of the probed lists' rows with
+    the view's filters."""
+    from chronomem.service.evidence import ann
+
+    monkeypatch.setattr(ann, "_BATCH", batch)
+    x, q, s = _clustered(2500, seed=5)
+    rowids = np.arange(1, 2501)
+    mem_index = ann.build_index(np, q, s, rowids, rowids * 10, rowids * 20, 2500, 0, b"b" * 16)
+    path = str(tmp_path / "b.ivf")
+    ann._write(path, mem_index)
+    on_file = ann._read(path, np)
+    assert on_file is not None and on_file.records is None
+    exact = q.astype(np.float32) * s[:, None]
+    rng = np.random.default_rng(3)
+    for j in rng.choice(2500, 12, replace=False):
+        query = x[j]
+        cs = mem_index.centroids @ query
+        for probe in (1, 7, 30):
+            lists = np.argpartition(-cs, probe - 1)[:probe]
+            gone = rowids[rng.choice(2500, 40, replace=False)]
+            probed = np.concatenate([mem_index.records["rowid"][mem_index.offsets[i]:mem_index.offsets[i + 1]]
+                                     for i in lists])
+            allowed = probed[(probed * 20 <= 40_000) & ~np.isin(probed, gone)]
+            by_score = allowed[np.argsort(-(exact[allowed - 1] @ query), kind="stable")]
+            a = mem_index.search(np, query, 15, probe, occurred_by=40_000, gone=gone)
+            b = on_file.search(np, query, 15, probe, occurred_by=40_000, gone=gone)
+            assert a[0].tolist() == b[0].tolist() and np.array_equal(a[1], b[1])
+            assert set(a[0].tolist()) == set(by_score[:15].tolist()) or len(by_score) > 15 and np.isclose(
+                exact[by_score[14] - 1] @ query, exact[by_score[15] - 1] @ query)  # (a tie at the edge)
+            assert np.allclose(a[1], exact[a[0] - 1] @ query, atol=1e-5)
+
+
 def test_prepare_search_waits_for_a_build_a_search_started(tmp_path: Path) -> None:
     """A search that finds no index starts one in the background;
     ``prepare_search`` right after waits for it (it does not return while a
