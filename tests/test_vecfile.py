@@ -300,10 +300,11 @@ def test_an_index_is_the_same_bytes_from_the_same_rows_and_survives_a_round_trip
 @pytest.mark.parametrize("batch", [1, 97, 16384])
 def test_a_search_reads_its_lists_in_batches_and_answers_as_a_scan_of_them(tmp_path: Path, batch: int,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    """However the probed lists fall into read batches (one row per batch, a
-    list split over several, every list in one), the file and the in-memory
-    index answer alike, and as a plain scan of the probed lists' rows with
-    the view's filters."""
+    """However the probed lists fall into read batches (each list a batch of
+    its own as it is longer than one; several short lists per batch, a long
+    one alone; every list in one), the file and the in-memory index answer
+    alike, and as a plain scan of the probed lists' rows with the view's
+    filters."""
     from chronomem.service.evidence import ann
 
     monkeypatch.setattr(ann, "_BATCH", batch)
