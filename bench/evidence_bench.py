@@ -3,7 +3,7 @@
 
 Run:  .venv/bin/python bench/evidence_bench.py [--sizes 10000,100000,1000000]
                                                [--facts 1000000] [--queries 200] [--json out.json]
-                                               [--embedder minilm|bge-small|e5-multilingual]
+                                               [--embedder minilm|bge-small|e5-multilingual] [--dir D [--reuse]]
 
 Needs the ``evidence`` extra (and the ``ann`` extra, usearch, for the ANN path
 above ``SearchConfig.ann_threshold``) and ``../shared/data/locomo/locomo_dev.json``.
@@ -153,6 +153,12 @@ def vector_recall(mem: chronomem.Memory, emb: Any, questions: list[str]) -> floa
     return round(statistics.mean(found), 4)
 
 
+def fresh(db: Path) -> None:
+    """Remove ``db`` and what lives beside it (WAL, vector file, ANN index, locks)."""
+    for path in db.parent.glob(db.name + "*"):
+        path.unlink()
+
+
 def build_corpus(mem: chronomem.Memory, base: list[dict[str, Any]], vecs: Any, n: int, model: tuple[str, int],
                  seed: int = 7) -> float:
     """Write ``n`` episodes (variants of ``base``) with derived vectors."""
@@ -202,6 +208,9 @@ def main() -> None:
     ap.add_argument("--json", default=None)
     ap.add_argument("--cold-runs", type=int, default=5, help="Fresh processes per cold figure (median).")
     ap.add_argument("--dir", default=None, help="Where the databases go (default: a temporary directory).")
+    ap.add_argument("--reuse", action="store_true",
+                    help="Search the search-N.db files an earlier run left in --dir instead of building them "
+                         "again (a code change measured against the same stored vectors).")
     ap.add_argument("--embedder", default="minilm", choices=sorted(EMBEDDERS),
                     help="Built-in embedder to measure (bge-small needs the bge extra).")
     args = ap.parse_args()
@@ -220,6 +229,7 @@ def main() -> None:
 
     data = load_locomo(LOCOMO)
     # ingest throughput (real embeddings)
+    fresh(workdir / "ingest.db")
     mem = chronomem.open(workdir / "ingest.db", namespace="ingest", embedder=emb)
     base: list[dict[str, Any]] = []
     t0 = time.perf_counter()
@@ -259,9 +269,14 @@ def main() -> None:
     recall_size = max([s for s in sizes if s <= 100_000] or [sizes[0]])
     for n in sizes:
         db = workdir / f"search-{n}.db"
-        mem = chronomem.open(db, namespace="bench", embedder=emb)
-        build_s = build_corpus(mem, base, base_vecs, n, (emb.name, emb.dim))
-        res: dict[str, Any] = {"build_s": round(build_s, 1)}
+        res: dict[str, Any] = {}
+        if args.reuse and db.exists():
+            mem = chronomem.open(db, namespace="bench", embedder=emb)
+            res["build_s"] = "reused"
+        else:
+            fresh(db)
+            mem = chronomem.open(db, namespace="bench", embedder=emb)
+            res["build_s"] = round(build_corpus(mem, base, base_vecs, n, (emb.name, emb.dim)), 1)
         t0 = time.perf_counter()
         res["prepared"] = mem.prepare_search()  # the vector file and the ANN index, as a batch write leaves them
         res["prepare_s"] = round(time.perf_counter() - t0, 1)

@@ -99,6 +99,19 @@ def pg_schema_url(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _model_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The rewritten int8 model is kept in this run's temporary folder, not
+    in the user's ``~/.cache`` (subprocesses inherit the variable)."""
+    before = os.environ.get("CHRONOMEM_CACHE_DIR")
+    os.environ["CHRONOMEM_CACHE_DIR"] = str(tmp_path_factory.mktemp("model-cache"))
+    yield
+    if before is None:
+        os.environ.pop("CHRONOMEM_CACHE_DIR", None)
+    else:
+        os.environ["CHRONOMEM_CACHE_DIR"] = before
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _drop_pg_schemas() -> Iterator[None]:
     yield
     if not _ALL_PG_SCHEMAS:

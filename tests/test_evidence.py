@@ -315,6 +315,7 @@ def test_passages_on_several_threads_embed_like_queries_on_one() -> None:
     assert np.all(np.sum(passages * queries, axis=1) > 0.9999)
     assert np.allclose(np.linalg.norm(passages, axis=1), 1.0, atol=1e-5)
     single = MiniLMEmbedder(threads=1)
+    assert np.allclose(single.embed(texts, "passage"), passages, atol=1e-6)
     assert single._passage is single._session  # one thread for both: one session
 
 
