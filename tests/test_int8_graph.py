@@ -253,3 +253,33 @@ def test_a_weight_two_products_share_is_packed_once() -> None:
     assert len(inits) == 2  # one packed weight and its scales; the int8 original and its scale are gone
     y, y2 = ort.InferenceSession(out, providers=["CPUExecutionProvider"]).run(None, {"x": x})
     assert np.allclose(y, x @ w, atol=1e-5) and np.array_equal(y, y2)
+
+
+def test_weights_fed_at_run_time_or_read_by_a_subgraph_stay() -> None:
+    """An initializer that is also a graph input may be fed by the caller:
+    not rewritten. A subgraph (If) may read any outer name: the product is
+    rewritten but nothing is dropped, and both branches still answer."""
+    model, w, x = _dequantized_matmul(32, 4, (1, 4))
+    graph = bytes(next(f.value for f in _fields(memoryview(model)) if f.num == 7))
+    opset = _len_field(8, _len_field(1, b"") + _int_field(2, 17))
+    fed = _int_field(1, 8) + _len_field(7, graph + _len_field(11, _value_info("wq", _INT8, [32, 4]))) + opset
+    assert int8_graph.rewrite(fed, np) == (fed, 0)
+
+    def branch(name: str, node: bytes) -> bytes:  # AttributeProto: name 1, g 6, type 20 (GRAPH = 5)
+        body = node + _len_field(2, name.encode()) + _len_field(12, _value_info(name + "_out", _FLOAT, [32, 4]))
+        return _len_field(1, name.encode()) + _len_field(6, body) + _int_field(20, 5)
+
+    then = branch("then_branch", int8_graph._encode_node("Identity", ["w"], ["then_branch_out"], "t"))
+    other = branch("else_branch", int8_graph._encode_node("Identity", ["wf"], ["else_branch_out"], "e"))
+    if_node = _len_field(1, _len_field(1, b"c") + _len_field(2, b"z") + _len_field(3, b"if") + _len_field(4, b"If")
+                         + _len_field(5, then) + _len_field(5, other))
+    graph2 = graph + if_node + _len_field(11, _value_info("c", 9, []))  # (BOOL)
+    graph2 += _len_field(12, _value_info("z", _FLOAT, [32, 4]))
+    model2 = _int_field(1, 8) + _len_field(7, graph2) + opset
+    out, count = int8_graph.rewrite(model2, np, accuracy=0)
+    assert count == 1 and sorted(_op_types(out)) == ["Cast", "If", "MatMulNBits", "Mul"]
+    sess = ort.InferenceSession(out, providers=["CPUExecutionProvider"])
+    y, z = sess.run(None, {"x": x, "c": np.array(True)})
+    assert np.allclose(y, x @ w, atol=1e-5) and np.allclose(z, w)  # the dequantized weight
+    y, z = sess.run(None, {"x": x, "c": np.array(False)})
+    assert np.allclose(y, x @ w, atol=1e-5) and np.array_equal(z, np.round(z)) and np.abs(z).max() <= 128  # int8

@@ -38,7 +38,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, Protocol, Sequence, runtime_checkable
 
 from ...errors import InvalidInputError, MissingExtraError
-from . import model_cache
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -158,6 +157,8 @@ class _OnnxBertEmbedder:
         """The model to open: for a weight-only int8 graph, its rewrite whose
         matrix products read int8 (:mod:`.int8_graph`, kept on disk by
         :mod:`.model_cache`); else ``model_path`` itself."""
+        from . import model_cache  # (here: only a process that embeds imports it)
+
         try:
             return model_cache.int8_model(model_path, type(self).__name__.lower(), self._np, refresh=refresh)
         except (OSError, ValueError) as exc:

@@ -119,6 +119,7 @@ class _Node:  # NodeProto: input 1, output 2, name 3, op_type 4, attribute 5, do
     op_type: str = ""
     domain: str = ""
     ints: dict[str, int] = field(default_factory=dict)  # the node's INT attributes
+    subgraph: bool = False  # a graph attribute (If, Loop, Scan) whose body may read outer names
 
 
 def _node(buf: memoryview) -> _Node:
@@ -135,9 +136,10 @@ def _node(buf: memoryview) -> _Node:
         elif f.num == 7:
             node.domain = _text(f.value)
         elif f.num == 5:
-            attr = {a.num: a.value for a in _fields(f.value)}  # AttributeProto: name 1, i 3
+            attr = {a.num: a.value for a in _fields(f.value)}  # AttributeProto: name 1, i 3, g 6, graphs 11
             if 1 in attr and isinstance(attr.get(3), int):
                 node.ints[_text(attr[1])] = attr[3]
+            node.subgraph = node.subgraph or 6 in attr or 11 in attr
     return node
 
 
@@ -196,6 +198,8 @@ class _Rewriter:
         self.nodes = {i: _node(f.value) for i, f in enumerate(self.fields) if f.num == 1}
         self.tensors = {t.name: t for t in (_tensor(f.value) for f in self.fields if f.num == 5)}
         self.producer = {out: node for node in self.nodes.values() for out in node.outputs}
+        # graph inputs and outputs (an initializer that is also an input may be fed at run time)
+        self.pinned = {_text(g.value) for f in self.fields if f.num in (11, 12) for g in _fields(f.value) if g.num == 1}
         self.replaced: dict[int, bytes] = {}  # graph field index -> the node(s) replacing it
         self.added: list[bytes] = []  # new initializers, as chunks
         self.reads: set[str] = set()  # what the new nodes read
@@ -212,6 +216,7 @@ class _Rewriter:
         weight = self.tensors.get(cast.inputs[0]) if cast is not None and cast.op_type == "Cast" else None
         scale = self.tensors.get(mul.inputs[1])
         if (cast is None or cast.domain or cast.ints.get("to") != _FLOAT or weight is None or scale is None
+                or weight.name in self.pinned or scale.name in self.pinned
                 or weight.data_type != _INT8 or len(weight.dims) != 2 or weight.raw is None
                 or scale.data_type != _FLOAT or scale.raw is None):
             return None
@@ -287,12 +292,12 @@ class _Rewriter:
         # Drop what nothing reads any more: the Cast/Mul pairs that fed the
         # rewritten nodes and the float weights they made (a tensor read
         # elsewhere stays, as do graph inputs and outputs).
+        # (Not when a node has a subgraph: its body may read any outer name.)
         kept = {i: n for i, n in self.nodes.items() if i not in self.replaced}
-        pinned = {_text(g.value) for f in self.fields if f.num in (11, 12)
-                  for g in _fields(f.value) if g.num == 1}
+        subgraphs = any(n.subgraph for n in self.nodes.values())
         dead: set[int] = set()
-        while True:
-            used = pinned | self.reads
+        while not subgraphs:
+            used = self.pinned | self.reads
             for i, n in kept.items():
                 if i not in dead:
                     used.update(n.inputs)
@@ -301,6 +306,7 @@ class _Rewriter:
             if not more:
                 break
             dead |= more
+        used = self.pinned | self.reads | {i for j, n in kept.items() if j not in dead for i in n.inputs}
         gone = {o for i in dead for o in kept[i].outputs}
         out: list[Any] = []
         for index, f in enumerate(self.fields):
@@ -308,7 +314,7 @@ class _Rewriter:
                 out.append(self.replaced[index])
             elif f.num == 1 and index in dead:
                 continue
-            elif f.num == 5 and self._name(f) in self.matched and self._name(f) not in used:
+            elif f.num == 5 and not subgraphs and self._name(f) in self.matched and self._name(f) not in used:
                 continue
             elif f.num == 13 and self._name(f, 1) in gone:
                 continue
