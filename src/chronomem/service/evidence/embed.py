@@ -89,7 +89,7 @@ class _OnnxBertEmbedder:
     A weight-only int8 graph (MiniLM's) is opened in its int8-product rewrite
     (:mod:`.int8_graph`): on this machine a query embeds in ~2.3 ms instead
     of ~5, a session opens in ~55 ms instead of ~200-600 (no weights to
-    fold), and a process holds ~180 MB less; the vectors stay within cosine
+    fold), and a process holds ~85 MB less; the vectors stay within cosine
     0.999 of the float products'. A graph that is already dynamically
     quantized (bge-small's) opens as it is.
 
@@ -101,7 +101,7 @@ class _OnnxBertEmbedder:
     passage batch of an :meth:`ingest` scope (or of one ``embed`` call made
     outside any) and dropped ``passage_linger`` seconds (default 2) after the
     last scope ends unless another one began meanwhile (an importer's next
-    batch of 500 reuses it; making a pool costs ~0.1 s), so an idle server
+    batch of 500 reuses it; making a pool costs ~50 ms), so an idle server
     does not keep a pool of every core. A single passage outside a scope runs on
     the query session (making the pool costs more than one text gains
     from it). It is also dropped before a ``fork`` (a thread pool does

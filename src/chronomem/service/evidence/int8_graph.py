@@ -4,7 +4,7 @@ The shipped MiniLM keeps each weight as int8 plus a scale and dequantizes it
 inside the graph (``Cast`` then ``Mul``). onnxruntime's optimizer folds those
 into float32 weights, so every query streams ~42 MB of float32 through its
 matrix products (4.4 ms of a 6 ms query here) and the folded copies cost
-~180 MB of RSS; without the optimizer every run dequantizes the whole 47 MB
+~170 MB of RSS; without the optimizer every run dequantizes the whole 47 MB
 word-embedding table instead. :func:`rewrite` edits the model's protobuf at
 the wire level (no ``onnx`` dependency) so that
 
