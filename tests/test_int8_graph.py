@@ -283,3 +283,22 @@ def test_weights_fed_at_run_time_or_read_by_a_subgraph_stay() -> None:
     assert np.allclose(y, x @ w, atol=1e-5) and np.allclose(z, w)  # the dequantized weight
     y, z = sess.run(None, {"x": x, "c": np.array(False)})
     assert np.allclose(y, x @ w, atol=1e-5) and np.array_equal(z, np.round(z)) and np.abs(z).max() <= 128  # int8
+
+
+_SMALL, _, _ = _dequantized_matmul(32, 4, (1, 4))
+
+
+@given(st.data())
+def test_damaged_models_raise_value_error_or_rewrite(data: st.DataObject) -> None:
+    """Bytes cut short or overwritten anywhere: ``ValueError`` (the embedder
+    then opens the model as it is) or a rewrite, never another exception."""
+    raw = bytearray(_SMALL)
+    if data.draw(st.booleans()):
+        del raw[data.draw(st.integers(1, len(raw) - 1)):]
+    for _ in range(data.draw(st.integers(0, 4))):
+        raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
+    try:
+        out, count = int8_graph.rewrite(bytes(raw), np)
+    except ValueError:
+        return
+    assert isinstance(out, bytes) and count >= 0

@@ -41,6 +41,8 @@ _SUFFIX = "__chronomem_int8"
 def _varint(buf: memoryview, pos: int) -> tuple[int, int]:
     value = shift = 0
     while True:
+        if pos >= len(buf):
+            raise ValueError("truncated varint")
         byte = buf[pos]
         pos += 1
         value |= (byte & 0x7F) << shift
@@ -70,6 +72,8 @@ class _Field:
 
 
 def _fields(buf: memoryview) -> list[_Field]:
+    if not isinstance(buf, memoryview):  # (a varint where a message belongs)
+        raise ValueError("a protobuf field of the wrong wire type")
     out: list[_Field] = []
     pos, end = 0, len(buf)
     while pos < end:
@@ -108,6 +112,8 @@ def _int_field(num: int, value: int) -> bytes:
 
 
 def _text(view: memoryview) -> str:
+    if not isinstance(view, memoryview):
+        raise ValueError("a protobuf field of the wrong wire type")
     return bytes(view).decode("utf-8")
 
 
@@ -177,7 +183,7 @@ def _tensor(buf: memoryview) -> _Tensor:
             t.data_type = f.value
         elif f.num == 8:
             t.name = _text(f.value)
-        elif f.num == 9:
+        elif f.num == 9 and f.wire == 2:
             t.raw = f.value
     return t
 
@@ -213,7 +219,8 @@ class _Rewriter:
         if mul is None or mul.op_type != "Mul" or mul.domain or len(mul.inputs) != 2:
             return None
         cast = self.producer.get(mul.inputs[0])
-        weight = self.tensors.get(cast.inputs[0]) if cast is not None and cast.op_type == "Cast" else None
+        weight = (self.tensors.get(cast.inputs[0])
+                  if cast is not None and cast.op_type == "Cast" and len(cast.inputs) == 1 else None)
         scale = self.tensors.get(mul.inputs[1])
         if (cast is None or cast.domain or cast.ints.get("to") != _FLOAT or weight is None or scale is None
                 or weight.name in self.pinned or scale.name in self.pinned
