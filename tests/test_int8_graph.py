@@ -214,12 +214,22 @@ def test_a_cache_folder_that_cannot_be_written_gives_the_bytes(tmp_path: Path, m
 
 
 def test_a_model_with_nothing_to_rewrite_is_opened_as_it_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once found to have nothing to rewrite, a model is not parsed again."""
     monkeypatch.setenv("CHRONOMEM_CACHE_DIR", str(tmp_path / "cache"))
     model, _, _ = _dequantized_matmul(16, 4, (16, 1))
     path = tmp_path / "plain.onnx"
     path.write_bytes(model)
     assert model_cache.int8_model(str(path), "plain", np) == str(path)
-    assert not (tmp_path / "cache").exists()
+    assert [p.suffix for p in (tmp_path / "cache" / "models").iterdir()] == [".asis"]
+
+    def no_parse(*a: Any, **k: Any) -> Any:
+        raise AssertionError("parsed again")
+
+    monkeypatch.setattr(int8_graph, "rewrite", no_parse)
+    assert model_cache.int8_model(str(path), "plain", np) == str(path)
+    os.utime(path, ns=(1, 1))  # another file now: looked at again
+    with pytest.raises(AssertionError, match="parsed again"):
+        model_cache.int8_model(str(path), "plain", np)
 
 
 def test_a_torn_cached_model_is_rewritten_when_it_fails_to_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
