@@ -202,7 +202,8 @@ class _Rewriter:
         self.accuracy = accuracy
         self.fields = _fields(graph)
         self.nodes = {i: _node(f.value) for i, f in enumerate(self.fields) if f.num == 1}
-        self.tensors = {t.name: t for t in (_tensor(f.value) for f in self.fields if f.num == 5)}
+        self.tensor_at = {i: _tensor(f.value) for i, f in enumerate(self.fields) if f.num == 5}  # initializers
+        self.tensors = {t.name: t for t in self.tensor_at.values()}
         self.producer = {out: node for node in self.nodes.values() for out in node.outputs}
         # graph inputs and outputs (an initializer that is also an input may be fed at run time)
         self.pinned = {_text(g.value) for f in self.fields if f.num in (11, 12) for g in _fields(f.value) if g.num == 1}
@@ -321,7 +322,7 @@ class _Rewriter:
                 out.append(self.replaced[index])
             elif f.num == 1 and index in dead:
                 continue
-            elif f.num == 5 and not subgraphs and self._name(f) in self.matched and self._name(f) not in used:
+            elif f.num == 5 and not subgraphs and self.tensor_at[index].name in self.matched - used:
                 continue
             elif f.num == 13 and self._name(f, 1) in gone:
                 continue
@@ -330,7 +331,7 @@ class _Rewriter:
         return out + self.added
 
     @staticmethod
-    def _name(f: _Field, num: int = 8) -> str:
+    def _name(f: _Field, num: int) -> str:
         return next((_text(g.value) for g in _fields(f.value) if g.num == num), "")
 
 
