@@ -166,6 +166,16 @@ class _OnnxBertEmbedder:
             return model_path
 
     def _new_session(self, threads: int) -> Any:
+        try:
+            return self._open(threads)
+        except Exception as exc:  # (onnxruntime's own exception types)
+            if not isinstance(self._model, str) or self._model == self._source:
+                raise
+            log.warning("the cached model %s does not load (%s): rewriting it", self._model, exc)
+            self._model = self._prepare(self._source, refresh=True)
+            return self._open(threads)
+
+    def _open(self, threads: int) -> Any:
         opts = self._ort.SessionOptions()
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
@@ -176,14 +186,7 @@ class _OnnxBertEmbedder:
         # extended ones.
         opts.graph_optimization_level = (level.ORT_ENABLE_BASIC if self._model != self._source
                                          else level.ORT_ENABLE_EXTENDED)
-        try:
-            return self._ort.InferenceSession(self._model, sess_options=opts, providers=["CPUExecutionProvider"])
-        except Exception as exc:  # (onnxruntime's own exception types)
-            if not isinstance(self._model, str) or self._model == self._source:
-                raise
-            log.warning("the cached model %s does not load (%s): rewriting it", self._model, exc)
-            self._model = self._prepare(self._source, refresh=True)
-            return self._ort.InferenceSession(self._model, sess_options=opts, providers=["CPUExecutionProvider"])
+        return self._ort.InferenceSession(self._model, sess_options=opts, providers=["CPUExecutionProvider"])
 
     def _before_fork(self) -> None:
         self._passage_lock.acquire()  # no passage batch runs while the process forks
