@@ -323,6 +323,38 @@ _ANN_TEXTS = [f"{w} note number {i}" for i, w in enumerate(
     ["garden", "kayak", "pottery", "violin", "marathon", "recipe", "puppy", "tax", "chess", "camping"] * 4)]
 
 
+def test_a_quick_embedder_embeds_the_question_in_the_searching_thread(tmp_path: Path) -> None:
+    """The first question (no timing yet) is embedded in the worker beside
+    the BM25 query; later ones of a quick embedder in the search's thread, of
+    a slow one (a remote model) still in the worker."""
+    import threading
+    import time
+
+    from hash_embedder import HashEmbedder
+
+    class Recording(HashEmbedder):
+        def __init__(self, delay: float) -> None:
+            super().__init__()
+            self.delay = delay
+            self.threads: list[threading.Thread] = []
+
+        def embed(self, texts: Any, kind: str = "passage") -> Any:
+            if kind == "query":
+                self.threads.append(threading.current_thread())
+                time.sleep(self.delay)
+            return super().embed(texts, kind)
+
+    for delay, inline in ((0.0, True), (0.03, False)):
+        emb = Recording(delay)
+        m = chronomem.open(tmp_path / f"{delay}.db", embedder=emb)
+        m.add_episodes(["the violin lesson", "a quiet walk in the park"])
+        hits = [[h.episode.text for h in m.search("violin lesson", view="raw")] for _ in range(4)]
+        assert hits[0][0] == "the violin lesson" and all(h == hits[0] for h in hits)
+        assert len(emb.threads) == 4 and emb.threads[0] is not threading.current_thread()
+        assert [t is threading.current_thread() for t in emb.threads[1:]] == [inline] * 3
+        m.close()
+
+
 def test_ann_index_matches_exact_search(make_memory: Any, embedder: object) -> None:
     """On every backend: above ``ann_threshold`` the HNSW index answers like
     the exact search, and new episodes reach it incrementally (searched
@@ -390,6 +422,23 @@ def test_very_common_terms_are_pruned_from_the_lexical_query(make_memory: Any) -
     budget = dataclasses.replace(SearchConfig.preset("lexical"), lexical_df_cap=0, lexical_postings_budget=3)
     assert {h.episode.text for h in m.search("common zeppelin", config=budget, view="raw")} == {
         "common words and a rare zeppelin", "another zeppelin"}
+    m.close()
+
+
+def test_the_term_frequency_cache_is_bounded(make_memory: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from chronomem.service.evidence.lexical import fts_query
+    from chronomem.store.postgres import episodes as pg_episodes
+    from chronomem.store.sqlite import episodes as sqlite_episodes
+
+    monkeypatch.setattr(sqlite_episodes, "MAX_CACHED_TERMS", 4)
+    monkeypatch.setattr(pg_episodes, "MAX_CACHED_TERMS", 4)
+    m = make_memory()
+    m.use_embedder(None)
+    m.add_episodes([f"common chatter number {i}" for i in range(6)] + ["common words and a rare zeppelin"])
+    store: Any = m.store
+    for word in ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "zeppelin"]:
+        assert store.prune_common_terms(fts_query(f"common {word}"), 3) == f'"{word}"'
+        assert len(store._df_cache) <= 4
     m.close()
 
 

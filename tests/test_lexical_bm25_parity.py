@@ -323,3 +323,29 @@ def test_a_forked_child_tokenizes_with_a_table_of_its_own() -> None:
         os._exit(0 if fresh and query_phrases(["Cafés"]) == [("cafe",)] else 1)
     _pid, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+_TERM = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_TERM, max_size=6))
+def test_remembered_term_tokens_are_the_tokenizers(terms: list[str]) -> None:
+    """A term's remembered tokens are what FTS5 makes of it, asked first or again."""
+    from chronomem.store.sql.fts5 import term_tokens
+
+    want = [tuple(t for t, _c, _o in toks) for toks in tokenize_rows([(t, "", "", "") for t in terms])]
+    assert term_tokens(terms) == want
+    assert term_tokens(terms) == want
+
+
+def test_the_term_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from chronomem.store.sql import fts5
+
+    monkeypatch.setattr(fts5, "MAX_CACHED_TERMS", 8)
+    monkeypatch.setattr(fts5, "_TERMS", {})
+    for i in range(50):
+        terms = [f"running{i}", f"cafés{i}", "e-mail"]
+        assert fts5.term_tokens(terms) == [(f"running{i}",), (f"cafes{i}",), ("e", "mail")]
+        assert len(fts5._TERMS) <= 8
+    assert fts5.term_tokens(["Running", "_"]) == [("run",), ()]

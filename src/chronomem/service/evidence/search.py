@@ -9,6 +9,7 @@ import math
 import os
 import re
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from operator import itemgetter
@@ -242,13 +243,17 @@ class Search:
                             "Open it with that embedder, or reindex", dense_model[0], ", ".join(others))
         slot = None
         qfuture: Future[Any] | None = None
+        embedded: tuple[Any, Any] = (None, None)
         if model is not None:
-            # the model loads (a cold process: ~0.2 s; onnxruntime releases the GIL)
-            # and embeds the query in the worker while this thread maps the
-            # vectors, opens the ANN index and SQLite ranks BM25
             # (dense_model found vectors of the model in the namespace)
             load_numpy()  # (here, first: numpy cannot be imported by two threads at once)
-            qfuture = _embed_pool().submit(self._embed_query, query)
+            if self._embedding.inline_queries:
+                embedded = self._embed_query(query)  # a quick, loaded embedder: here (Embedding.inline_queries)
+            else:
+                # the model loads (a cold process: ~0.2 s; onnxruntime releases the GIL)
+                # and embeds the query in the worker while this thread maps the
+                # vectors, opens the ANN index and SQLite ranks BM25
+                qfuture = _embed_pool().submit(self._embed_query, query)
             slot = self._embedding.vectors().slot(self._es, self._scope.ns_id, model[0], model[1],
                                                      self._scope.store.capabilities.local_path)
         lexical: list[tuple[int, float]] = []
@@ -259,14 +264,14 @@ class Search:
                     # (the store returns the query as it is when neither limit is set)
                     match = self._es.prune_common_terms(match, cfg.lexical_df_cap, cfg.lexical_postings_budget)
                     lexical = self._es.lexical_search(match, f, pool, cfg.bm25_weights)
-            if qfuture is not None and slot is not None and model is not None and slot.size >= cfg.ann_threshold:
+            if slot is not None and model is not None and slot.size >= cfg.ann_threshold:
                 # (while the model loads: open the ANN index)
                 self._embedding.vectors().index(slot, cfg.dense_context, self._scope.store.capabilities.local_path,
                                                 (self._scope.ns_id, model[0]))
         finally:
             if qfuture is not None:
                 wait([qfuture])  # never leave the worker running past this call
-        emb, qvec = qfuture.result() if qfuture is not None else (None, None)
+        emb, qvec = qfuture.result() if qfuture is not None else embedded
         if emb is not None and dense_model is not None and emb.name != dense_model[0]:
             # "auto" resolved again as it loaded, to a model registered meanwhile: ask for its vectors
             again = self._embedding.dense_model(self._es, self._scope.ns_id)
@@ -288,9 +293,14 @@ class Search:
 
     def _embed_query(self, query: str) -> tuple[Any, Any]:
         """``(embedder, query vector)``: loads the embedder at first use."""
+        loaded = self._embedding.loaded is not None
         emb = self._embedding.current
         assert emb is not None  # (a dense model is only chosen with an embedder)
-        return emb, emb.embed([query], "query")[0]
+        t0 = time.perf_counter()
+        vec = emb.embed([query], "query")[0]
+        if loaded:  # (a first call's time is the model's load)
+            self._embedding.note_query(time.perf_counter() - t0)
+        return emb, vec
 
     def _view_filter(self, view: str, given_at: int | None, at_us: int, known_us: int | None,
                      session: str | None, since: TimeLike | None, until: TimeLike | None) -> EpisodeFilter:

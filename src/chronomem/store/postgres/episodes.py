@@ -30,6 +30,7 @@ from ...errors import InvalidInputError, StoreError
 from ..protocol import EpisodeFilter
 from ..sql.dialect import POSTGRES
 from ..sql.episodes import BaseEpisodeStore, BaseEpisodeTx, EpisodeSQL, pruned_query
+from ..sql.fts5 import MAX_CACHED_TERMS, term_tokens
 from .fts5_bm25 import K1, B, lexeme, query_phrases, tokenize_rows, tsquery_literal, tsvector_literal
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -230,11 +231,11 @@ class PgEpisodeStoreMixin(BaseEpisodeStore):
         gen = self.episode_generation()
         df: list[int] = []
         with self._conn() as conn:
-            for tokens in tokenize_rows([(t, "", "", "") for t in terms]):
+            for tokens in term_tokens(terms):
                 if not tokens:
                     df.append(0)
                     continue
-                tsq = tsquery_literal([tuple(lexeme(t) for t, _c, _o in tokens)])
+                tsq = tsquery_literal([tuple(lexeme(t) for t in tokens)])
                 got = cache.get(tsq)
                 if got is not None and (got[1] == gen or got[0] > bound):
                     n = got[0]
@@ -244,6 +245,8 @@ class PgEpisodeStoreMixin(BaseEpisodeStore):
                         (tsq, bound + 1),
                     ).fetchone()
                     n = int(row[0]) if row else 0
+                    if len(cache) >= MAX_CACHED_TERMS:
+                        cache.clear()  # (a cache of counts: refilled as queries come)
                     cache[tsq] = (n, gen)
                 df.append(n)
         return pruned_query(match, terms, df, cap, budget)

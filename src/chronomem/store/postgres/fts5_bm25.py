@@ -42,7 +42,7 @@ from __future__ import annotations
 import hashlib
 from typing import Sequence
 
-from ..sql.fts5 import K1, TOKENIZE, B, Token, tokenize_rows
+from ..sql.fts5 import K1, TOKENIZE, B, Token, term_tokens, tokenize_rows
 
 __all__ = [
     "B", "K1", "MAX_LEXEME_BYTES", "MAX_POSITION", "TOKENIZE", "Token", "lexeme", "query_phrases",
@@ -84,8 +84,7 @@ def tsvector_literal(tokens: Sequence[Token]) -> tuple[str, int]:
 def query_phrases(terms: Sequence[str]) -> list[tuple[str, ...]]:
     """Each query term's lexemes (a term FTS5 splits into several tokens is
     a phrase); a term without a token is left out (it matches nothing)."""
-    tokenized = tokenize_rows([(t, "", "", "") for t in terms])
-    return [tuple(lexeme(term) for term, _c, _o in toks) for toks in tokenized if toks]
+    return [tuple(lexeme(term) for term in toks) for toks in term_tokens(terms) if toks]
 
 
 def tsquery_literal(phrases: Sequence[tuple[str, ...]]) -> str:

@@ -10,7 +10,7 @@ import sqlite3
 import threading
 from typing import Sequence
 
-__all__ = ["B", "COLUMNS", "K1", "TOKENIZE", "Token", "tokenize_rows"]
+__all__ = ["B", "COLUMNS", "K1", "MAX_CACHED_TERMS", "TOKENIZE", "Token", "term_tokens", "tokenize_rows"]
 
 #: the tokenizer of ``episodes_fts`` (migration 0002); a test holds the two equal
 TOKENIZE = "porter unicode61 remove_diacritics 2"
@@ -23,6 +23,11 @@ _COLUMN_NO = {name: i for i, name in enumerate(COLUMNS)}
 Token = tuple[str, int, int]
 
 _local = threading.local()
+
+#: query terms whose tokens :func:`term_tokens` remembers (~200 bytes each:
+#: at most ~2 MB); past it the oldest quarter goes
+MAX_CACHED_TERMS = 10_000
+_TERMS: dict[str, tuple[str, ...]] = {}
 
 
 def _forget_in_child() -> None:
@@ -63,4 +68,28 @@ def tokenize_rows(rows: Sequence[tuple[str, str, str, str]]) -> list[list[Token]
         con.execute("INSERT INTO t (t) VALUES ('delete-all')")
     for tokens in out:
         tokens.sort(key=lambda t: (t[1], t[2]))
+    return out
+
+
+def term_tokens(terms: Sequence[str]) -> list[tuple[str, ...]]:
+    """Each query term's tokens (in the body column) as FTS5 makes them.
+
+    A search tokenizes its terms twice (pruning the common ones, then
+    ranking), and the same words come back query after query: a term's
+    tokens are remembered (:data:`MAX_CACHED_TERMS`), so only new terms pay
+    the in-memory table's round trip (~0.1-0.2 ms a search)."""
+    cache = _TERMS
+    missing = [t for t in dict.fromkeys(terms) if t not in cache]
+    if missing:
+        if len(cache) + len(missing) > MAX_CACHED_TERMS:
+            for old in list(cache)[: max(len(missing), MAX_CACHED_TERMS // 4)]:
+                cache.pop(old, None)  # (dicts keep insertion order: the oldest first)
+        for term, toks in zip(missing, tokenize_rows([(t, "", "", "") for t in missing]), strict=True):
+            cache[term] = tuple(tok for tok, _col, _off in toks)
+    out = []
+    for t in terms:
+        got = cache.get(t)
+        if got is None:  # (another thread trimmed it meanwhile)
+            got = tuple(tok for tok, _col, _off in tokenize_rows([(t, "", "", "")])[0])
+        out.append(got)
     return out

@@ -18,6 +18,7 @@ from ...errors import InvalidInputError
 from ..protocol import EpisodeFilter
 from ..sql.dialect import SQLITE
 from ..sql.episodes import BaseEpisodeStore, BaseEpisodeTx, EpisodeSQL, pruned_query
+from ..sql.fts5 import MAX_CACHED_TERMS, term_tokens
 from .lexindex import DELETED, LOG_KEEP, LOG_PRUNE_EVERY, LexIndex
 
 __all__ = ["EpisodeStoreMixin", "EpisodeTxMixin"]
@@ -141,33 +142,31 @@ class EpisodeStoreMixin(BaseEpisodeStore):
         terms = _match_terms(match)
         if len(terms) < 2 or (cap <= 0 and budget <= 0):
             return match
+        tokens = term_tokens(terms)
         with self._lock:
             con = self._con
             if not hasattr(self, "_df_cache"):
                 con.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.ev_vocab USING "
                             "fts5vocab(main, 'episodes_fts', 'row')")
-                con.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.ev_qtok USING "
-                            "fts5(body, tokenize = 'porter unicode61 remove_diacritics 2')")
-                con.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.ev_qtok_v USING "
-                            "fts5vocab(temp, 'ev_qtok', 'instance')")
                 self._df_cache = {}
             gen_row = con.execute(_SQL.episode_generation).fetchone()
             gen = int(gen_row[0]) if gen_row else 0
-            con.executemany("INSERT INTO temp.ev_qtok (rowid, body) VALUES (?, ?)",
-                            [(i + 1, t) for i, t in enumerate(terms)])
-            tokens = con.execute("SELECT doc, term FROM temp.ev_qtok_v").fetchall()
-            con.execute("DELETE FROM temp.ev_qtok")
-            df: dict[int, int] = {}
-            for doc, token in tokens:
-                cached = self._df_cache.get(token)
-                if cached is not None and (cached[1] == gen or (cached[0] < cap // 2 and gen - cached[1] < 1000)):
-                    n = cached[0]
-                else:
-                    row = con.execute("SELECT doc FROM temp.ev_vocab WHERE term = ?", (token,)).fetchone()
-                    n = int(row[0]) if row else 0
-                    self._df_cache[token] = (n, gen)
-                df[int(doc)] = max(df.get(int(doc), 0), n)
-        return pruned_query(match, terms, [df.get(i + 1, 0) for i in range(len(terms))], cap, budget)
+            df: list[int] = []
+            for toks in tokens:
+                most = 0
+                for token in toks:
+                    cached = self._df_cache.get(token)
+                    if cached is not None and (cached[1] == gen or (cached[0] < cap // 2 and gen - cached[1] < 1000)):
+                        n = cached[0]
+                    else:
+                        row = con.execute("SELECT doc FROM temp.ev_vocab WHERE term = ?", (token,)).fetchone()
+                        n = int(row[0]) if row else 0
+                        if len(self._df_cache) >= MAX_CACHED_TERMS:
+                            self._df_cache.clear()  # (a cache of counts: refilled as queries come)
+                        self._df_cache[token] = (n, gen)
+                    most = max(most, n)
+                df.append(most)
+        return pruned_query(match, terms, df, cap, budget)
 
     def prepare_lexical(self) -> bool:
         """Build this process's numpy copy of the FTS5 index now (:mod:`.lexindex`;

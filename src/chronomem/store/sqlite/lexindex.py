@@ -34,7 +34,7 @@ import time
 from array import array
 from typing import Any, Sequence
 
-from ..sql.fts5 import COLUMNS, K1, B, tokenize_rows
+from ..sql.fts5 import COLUMNS, K1, B, term_tokens, tokenize_rows
 
 __all__ = ["BUILD_AFTER", "BUILD_DELAY_S", "BUILD_MIN_ROWS", "DELETED", "LOG_KEEP", "LOG_PRUNE_EVERY", "LexIndex",
            "MAX_REPLAY", "MAX_TOKENS", "fts5_averages"]
@@ -447,10 +447,10 @@ class LexIndex:
             self._start_build()
             return None
         tokens = []
-        for toks in tokenize_rows([(t, "", "", "") for t in terms]):
+        for toks in term_tokens(terms):
             if len(toks) != 1:
                 return None
-            tokens.append(toks[0][0])
+            tokens.append(toks[0])
         self.answered += 1
         return post.top(tokens, weights, limit, ns_id)
 
