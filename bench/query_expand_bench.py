@@ -36,6 +36,12 @@ Variants (``VARIANTS``):
   BM25 missed, BM25 1/rank when dense missed, top-10 flags, the lower log rank).
 * ``propn``: log(1 + capitalised words past a sentence's first, speakers'
   names apart) and its product with the list-question flag.
+* ``bge`` / ``bge_pool20``: a second embedder (bge-small-en-v1.5, the
+  ``bge-small`` built-in) beside MiniLM: three columns (the turn's bge cosine
+  to the question, the gap to the pool's best, 1/rank among the
+  conversation's turns by that cosine, 0 past 100); ``bge_pool20`` also
+  merges bge's 20 nearest turns into the pool. The turns are embedded as
+  stored text is (``episodes.embed_text``), without neighbour context.
 
 Nothing here knows the answers: gold turns only label rows and score orders.
 The variants were written after reading the dev file's misses, so their
@@ -60,6 +66,8 @@ import chronomem
 from chronomem.adapters.eval import CATEGORIES, _gold_turns, ingest_conversation
 from chronomem.adapters.ranker_train import ITERATIONS, L2
 from chronomem.service.evidence import SearchConfig
+from chronomem.service.evidence.embed import get_embedder
+from chronomem.service.evidence.episodes import embed_text
 from chronomem.service.evidence.rank_features import FEATURE_NAMES, Candidate, features
 from chronomem.service.evidence.ranker import fit_logistic
 from chronomem.service.ingest.formats.locomo import load_locomo, locomo_episodes
@@ -83,6 +91,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "combo7": {"combo": ["best_rr", "nolex_dense_rr", "nolex_dense_gap", "nodense_lex_rr", "dense_top10",
                          "lex_top10", "min_log_rank"]},
     "propn": {"propn": True},
+    "bge": {"bge": True},
+    "bge_pool20": {"bge": True, "kind": "bge", "n": 20},
 }
 _AUX = r"(?:has|have|had|does|do|did|is|are|was|were|would|could|might|can|will)"
 HEAD = re.compile(r"^\s*(?:what|which)\s+(?:(?:kinds?|types?|sorts?)\s+of\s+)?(?!" + _AUX + r"\b)((?:(?!" + _AUX
@@ -97,9 +107,11 @@ def unit(v: Any) -> Any:
     return v / n if n > 0 else v
 
 
-def collect(path: str, store: str) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
-    """Per conversation its vectors and turns; per question its lists (``DEEP`` deep) and vectors."""
+def collect(path: str, store: str, bge: bool = False) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
+    """Per conversation its vectors and turns; per question its lists (``DEEP`` deep) and vectors
+    (with ``bge``, also bge-small's vectors of every turn and question)."""
     cfg = SearchConfig(pool=DEEP, ranker="fusion")
+    second = get_embedder("bge-small") if bge else None
     convs: dict[str, Any] = {}
     questions: list[dict[str, Any]] = []
     mems: dict[str, Any] = {}
@@ -121,6 +133,9 @@ def collect(path: str, store: str) -> tuple[dict[str, Any], list[dict[str, Any]]
             "speaker": {r: x.speaker for r, x in recs.items()}, "dia": {r: dia_of.get(x.id) for r, x in recs.items()},
         }
         c["pos"] = {int(r): i for i, r in enumerate(c["rowids"])}
+        if second is not None:
+            c["bge"] = np.asarray(second.embed([embed_text(recs[int(r)].text, recs[int(r)].speaker, None)
+                                                for r in c["rowids"]], "passage"), np.float32)
         speakers = sorted({v for v in c["speaker"].values() if v})
         heads: dict[str, Any] = {}
         for qi, qa in enumerate(conv.get("qa", [])):
@@ -144,6 +159,7 @@ def collect(path: str, store: str) -> tuple[dict[str, Any], list[dict[str, Any]]
                 "question": question, "gold": gold, "at_us": at_us, "lex": lex, "dense": dense, "qvec": qvec,
                 "named": named, "dvec": np.asarray(s._embed_query(denamed)[1], np.float32) if named and denamed
                 else None, "hvec": heads.get(head) if head else None,
+                "bvec": np.asarray(second.embed([question], "query")[0], np.float32) if second is not None else None,
             })
         print(f"{sample}: {len(questions)} questions", file=sys.stderr)
     return convs, questions, mems
@@ -156,6 +172,10 @@ def expansion(q: dict[str, Any], conv: dict[str, Any], v: dict[str, Any], lex: l
     mat, rowids = conv["matrix"], conv["rowids"]
     if kind is None or (kind == "spk" and not named) or (kind == "proto" and q["hvec"] is None):
         return {}, None
+    if kind == "bge":
+        scores = conv["bge"] @ q["bvec"]
+        top = np.argsort(-scores, kind="stable")[: v.get("n", 20)]
+        return {int(rowids[j]): i + 1 for i, j in enumerate(top)}, None
     if kind == "proto":
         xvec = q["hvec"]
     elif kind == "spk":
@@ -223,6 +243,15 @@ def rows_of(q: dict[str, Any], conv: dict[str, Any], v: dict[str, Any], order: l
                 "min_log_rank": min(r[f["lex_log_rank"]], r[f["dense_log_rank"]]),
             }
             r += [extra[k] for k in v["combo"]]
+    if v.get("bge"):
+        cos = conv["bge"] @ q["bvec"]
+        rank = np.empty(len(cos), np.int64)
+        rank[np.argsort(-cos, kind="stable")] = np.arange(1, len(cos) + 1)
+        mine = [float(cos[conv["pos"][c.key]]) for c in order]
+        top = max(mine)
+        for r, c, x in zip(rows, order, mine, strict=True):
+            k = int(rank[conv["pos"][c.key]])
+            r += [x, top - x, 1.0 / k if k <= 100 else 0.0]
     if v.get("propn"):
         skip = {w.lower() for c in order if c.speaker for w in c.speaker.split()}
         for r, c in zip(rows, order, strict=True):
@@ -294,7 +323,8 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", choices=sorted(VARIANTS), help="variants to run (default: all)")
     ap.add_argument("--json", type=Path, help="write every variant's figures here")
     args = ap.parse_args()
-    convs, questions, mems = collect(str(args.path), args.store)
+    names = args.only or list(VARIANTS)
+    convs, questions, mems = collect(str(args.path), args.store, bge=any(VARIANTS[n].get("bge") for n in names))
     out = {name: run(name, VARIANTS[name], convs, questions, mems) for name in args.only or VARIANTS}
     if args.json:
         args.json.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
