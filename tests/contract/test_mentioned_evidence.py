@@ -103,3 +103,26 @@ def test_known_at_before_the_change_sees_the_fact_as_it_was_believed(make_memory
     assert now_hit.is_history
     (then_hit,) = mem.search("Redis maxmemory", at="2026-11-01", known_at=before)
     assert not then_hit.is_history and then_hit.facts[0].current
+
+
+def test_a_namespace_without_entities_matches_no_words(make_memory: MemoryFactory) -> None:
+    """``has_entities`` is per namespace and follows writes; a namespace with
+    none answers a search without matching its hits' words against names,
+    and the first fact makes its old episodes mentioned evidence."""
+    mem = make_memory(clock=FakeClock("2026-11-20T00:00:00Z", tick=1.0))
+    other = make_memory("elsewhere", clock=FakeClock("2026-11-20T00:00:00Z", tick=1.0))
+    for m in (mem, other):
+        m.use_embedder(None)
+    mem.add_episode(MARCH, occurred_at="2026-03-20T10:00:00Z")
+    store = mem.store
+    ns = mem._scope.ns_id
+    assert not store.has_entities(ns)
+    (hit,) = mem.search("Redis maxmemory")
+    assert hit.facts == ()
+    other.add_fact("my_api", "uses_queue", "Redis", "2026-03-02")
+    assert store.has_entities(other._scope.ns_id) and not store.has_entities(ns)
+    mem.add_fact("my_api", "uses_queue", "Redis", "2026-03-02")
+    assert store.has_entities(ns)
+    (hit,) = mem.search("Redis maxmemory")
+    (note,) = hit.facts
+    assert note.link == "mentioned" and note.fact.object == "Redis"

@@ -14,7 +14,8 @@ no relinking pass, and ingest pays nothing. Explicit links (a fact's
 ``episode_id``) take precedence: an episode cited by any fact gets only its
 citing facts.
 
-Cost: per read, one batched name-key lookup for the words of the hits
+Cost: per read, one index probe for whether the namespace names any entity
+(none: nothing else), one batched name-key lookup for the words of the hits
 (n-grams of up to four words) and one fact read whose subject and value
 are both among the names (or literal texts) found and whose interval
 overlaps the hits' times (bounded by ``_FACTS_PER_READ``).
@@ -115,8 +116,8 @@ def mentioned_facts(scope: Scope, reads: FactReads, recs: Sequence[EpisodeRecord
     """For each episode of ``recs`` (by id), the facts it mentions: subject and
     value named in its text, valid when it was said, believed at
     ``known_at`` (``None``: now). Episodes that mention nothing are absent."""
-    if not recs:
-        return {}
+    if not recs or not scope.store.has_entities(scope.ns_id):
+        return {}  # (no names to find: the words are not even split, ~0.3 ms of a search)
     words = {rec.id: _words(rec.text) for rec in recs}
     grams = {ep: _grams(w) for ep, w in words.items()}
     ids = scope.store.entity_ids_for_keys(scope.ns_id, sorted(set().union(*grams.values())))

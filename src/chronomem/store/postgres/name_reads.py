@@ -57,6 +57,14 @@ class PgNameReadsMixin:
             ).fetchone()
             return None if row is None else int(row[0])
 
+    def has_entities(self, ns_id: int) -> bool:
+        """Whether any name key of the namespace exists (inside a write: assumed,
+        as the write's pending names are its own)."""
+        if getattr(self._local, "tx", None) is not None:
+            return True
+        with self._conn() as conn:
+            return conn.execute("SELECT 1 FROM entity_keys WHERE ns_id = %s LIMIT 1", (ns_id,)).fetchone() is not None
+
     def entity_ids_for_keys(self, ns_id: int, keys: Sequence[str]) -> dict[str, int]:
         """The entities that name keys name, in one read (the keys that name
         nothing are simply absent)."""

@@ -90,6 +90,12 @@ class NameReadsMixin(ABC):
             self._check_caches()
             return self._entity_id(ns_id, key, warm=True)
 
+    def has_entities(self, ns_id: int) -> bool:
+        """Whether any name key of the namespace exists (the primary key's first column)."""
+        with self._lock:
+            return self._con.execute("SELECT 1 FROM entity_keys WHERE ns_id = ? LIMIT 1", (ns_id,)).fetchone() \
+                is not None
+
     def entity_ids_for_keys(self, ns_id: int, keys: Sequence[str]) -> dict[str, int]:
         """The entities that name keys name, in one read for the keys the
         cache does not hold (the keys that name nothing are simply absent)."""
