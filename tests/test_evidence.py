@@ -352,6 +352,13 @@ def test_a_quick_embedder_embeds_the_question_in_the_searching_thread(tmp_path: 
         assert hits[0][0] == "the violin lesson" and all(h == hits[0] for h in hits)
         assert len(emb.threads) == 4 and emb.threads[0] is not threading.current_thread()
         assert [t is threading.current_thread() for t in emb.threads[1:]] == [inline] * 3
+        if inline:  # another embedder starts without a timing: its first question goes to the worker
+            slow = Recording(0.03)
+            slow.name = emb.name
+            m.use_embedder(slow)
+            m.search("violin lesson", view="raw")
+            m.search("violin lesson", view="raw")
+            assert [t is threading.current_thread() for t in slow.threads] == [False, False]
         m.close()
 
 

@@ -52,6 +52,7 @@ class Embedding:
             self._name = embedder
             self._chosen = False
             self._dense = {}
+            self._query_s = None
             return
         if embedder is not None and not isinstance(embedder, Embedder):
             raise InvalidInputError("an embedder needs name, dim and embed(texts, kind)")
