@@ -349,3 +349,56 @@ def test_the_term_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
         assert fts5.term_tokens(terms) == [(f"running{i}",), (f"cafes{i}",), ("e", "mail")]
         assert len(fts5._TERMS) <= 8
     assert fts5.term_tokens(["Running", "_"]) == [("run",), ()]
+
+
+def test_the_default_search_ranks_alike_on_both_backends(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """The default hybrid search (BM25 and MiniLM fused, the learned ranker)
+    returns the same hits in the same order with the same scores from a
+    SQLite file and a PostgreSQL schema holding the same episodes in one
+    namespace (issue 16: the same ranking on both backends)."""
+    from chronomem.service.evidence import default_embedder
+
+    emb = default_embedder()
+    items = _corpus(seed=5, sessions=4, turns=30)
+    stores = [str(tmp_path / "hybrid.db"), pg_schema_url(request)]
+    mems = [chronomem.open(s, clock=FakeClock(T0, tick=1.0), embedder=emb, timezone="UTC") for s in stores]
+    try:
+        for m in mems:
+            _fill(m, items, [(3, 40)])
+        compared = learned = 0
+        for q in QUERIES:
+            got = [[(f"{h.episode.session}|{h.episode.occurred_at}|{h.episode.text}", h.score, h.parts.fused)
+                    for h in m.search(q, k=10, view="as_world", at="2024-06-01T00:00:00Z")] for m in mems]
+            lite, pg = got
+            assert len(lite) == len(pg), q
+            for (ka, sa, fa), (kb, sb, fb) in zip(lite, pg, strict=True):
+                assert abs(sa - sb) <= 1e-5 and abs(fa - fb) <= 1e-5, (q, ka, kb, sa, sb)
+                # the same episode, or one scored the same (a tie the backends may order otherwise)
+                assert ka == kb or any(k == ka and abs(s - sa) <= 1e-5 for k, s, _f in pg), (q, lite, pg)
+            compared += len(lite)
+            learned += sum(1 for _k, s, f in lite if abs(s - f) > 1e-6)  # a hit's score: the ranker's probability
+        assert compared > 150 and learned > 150
+    finally:
+        for m in mems:
+            m.close()
+
+
+@pytest.mark.xfail(strict=True, reason="SQLite's FTS5 statistics span the whole file, PostgreSQL's one namespace "
+                                       "(issue 16): another namespace's episodes move SQLite's scores only")
+def test_a_namespace_ranks_alike_beside_another(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    items = _corpus(seed=3, sessions=3, turns=30)
+    stores = [str(tmp_path / "two.db"), pg_schema_url(request)]
+    ranked = []
+    for target in stores:
+        a = chronomem.open(target, "ns_a", clock=FakeClock(T0, tick=1.0), embedder=None, timezone="UTC")
+        b = chronomem.open(target, "ns_b", clock=FakeClock(T0, tick=1.0), embedder=None, timezone="UTC")
+        try:
+            _fill(a, items)
+            _fill(b, [{"text": " ".join(QUERIES)}] * 50)
+            f = EpisodeFilter(a._scope.ns_id)
+            ranked.append({q: _ranked(a, q, f, 20) for q in QUERIES})
+        finally:
+            a.close()
+            b.close()
+    for q in QUERIES:
+        assert_same_ranking(ranked[0][q], ranked[1][q], 10, q)
