@@ -59,11 +59,17 @@ class PgNameReadsMixin:
 
     def has_entities(self, ns_id: int) -> bool:
         """Whether any name key of the namespace exists (inside a write: assumed,
-        as the write's pending names are its own)."""
-        if getattr(self._local, "tx", None) is not None:
+        as the write's pending names are its own). A namespace once seen with one
+        is remembered (no round trip): ``True`` only means "look", so an erasure
+        of every entity since costs a read, never an answer."""
+        seen: set[int] = self.__dict__.setdefault("_with_entities", set())
+        if ns_id in seen or getattr(self._local, "tx", None) is not None:
             return True
         with self._conn() as conn:
-            return conn.execute("SELECT 1 FROM entity_keys WHERE ns_id = %s LIMIT 1", (ns_id,)).fetchone() is not None
+            found = conn.execute("SELECT 1 FROM entity_keys WHERE ns_id = %s LIMIT 1", (ns_id,)).fetchone()
+        if found is not None:
+            seen.add(ns_id)
+        return found is not None
 
     def entity_ids_for_keys(self, ns_id: int, keys: Sequence[str]) -> dict[str, int]:
         """The entities that name keys name, in one read (the keys that name

@@ -91,10 +91,17 @@ class NameReadsMixin(ABC):
             return self._entity_id(ns_id, key, warm=True)
 
     def has_entities(self, ns_id: int) -> bool:
-        """Whether any name key of the namespace exists (the primary key's first column)."""
+        """Whether any name key of the namespace exists (the primary key's first column).
+        A namespace once seen with one is remembered: ``True`` only means "look", so an
+        erasure of every entity since costs a read, never an answer."""
+        seen: set[int] = self.__dict__.setdefault("_with_entities", set())
+        if ns_id in seen:
+            return True
         with self._lock:
-            return self._con.execute("SELECT 1 FROM entity_keys WHERE ns_id = ? LIMIT 1", (ns_id,)).fetchone() \
-                is not None
+            found = self._con.execute("SELECT 1 FROM entity_keys WHERE ns_id = ? LIMIT 1", (ns_id,)).fetchone()
+        if found is not None:
+            seen.add(ns_id)
+        return found is not None
 
     def entity_ids_for_keys(self, ns_id: int, keys: Sequence[str]) -> dict[str, int]:
         """The entities that name keys name, in one read for the keys the
