@@ -264,8 +264,8 @@ class Search:
                     # (the store returns the query as it is when neither limit is set)
                     match = self._es.prune_common_terms(match, cfg.lexical_df_cap, cfg.lexical_postings_budget)
                     lexical = self._es.lexical_search(match, f, pool, cfg.bm25_weights)
-            if slot is not None and model is not None and slot.size >= cfg.ann_threshold:
-                # (while the model loads: open the ANN index)
+            if qfuture is not None and slot is not None and model is not None and slot.size >= cfg.ann_threshold:
+                # (while the model loads in the worker: open the ANN index; inline, the ANN search opens it)
                 self._embedding.vectors().index(slot, cfg.dense_context, self._scope.store.capabilities.local_path,
                                                 (self._scope.ns_id, model[0]))
         finally:
