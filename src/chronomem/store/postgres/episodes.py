@@ -56,7 +56,9 @@ _INDEX_ROW = (
 # instead (unnest) took 5 times as long at 100k episodes (docs/postgres.md).
 # Parameters: the phrase numbers, each phrase's tsquery, the namespace, the
 # query's tsquery, the scaled weights, the scale, N, k1, k1, b, b, avgdl, the
-# filter's parameters, the limit.
+# filter's parameters, the limit. A row's terms are summed in phrase order, as
+# FTS5 adds them: summed in the order the join delivered them, a score moved in
+# its last bit when another namespace's rows changed the plan.
 _BM25 = """
 WITH q (phrase, query) AS (SELECT * FROM unnest(%s::int[], %s::tsquery[])),
 m AS MATERIALIZED (
@@ -72,7 +74,8 @@ n AS (
 s AS (
     SELECT f.rowid, sum(CASE WHEN n.r <= 1 THEN 1e-6 ELSE ln(n.r) END
                         * ((f.f * (%s::float8 + 1.0))
-                           / (f.f + %s::float8 * (1 - %s::float8 + %s::float8 * f.dl / %s::float8)))) AS score
+                           / (f.f + %s::float8 * (1 - %s::float8 + %s::float8 * f.dl / %s::float8)))
+                        ORDER BY f.phrase) AS score
     FROM f JOIN n USING (phrase) GROUP BY f.rowid
 )
 SELECT s.rowid, s.score FROM s JOIN episodes e ON e.rowid = s.rowid
