@@ -106,9 +106,10 @@ def test_the_copy_ranks_every_query_as_fts5_does(mem: Memory) -> None:
     _assert_all_equal(mem, f=EpisodeFilter(ns, session="s1"))  # a filter applied after the ranking
 
 
-def test_another_namespace_in_the_file_changes_nothing_but_the_speed(mem: Memory, tmp_path: Path) -> None:
-    """FTS5's statistics span the file; the copy keeps them so, and ranks
-    within the searching namespace: its answers stay FTS5's."""
+def test_beside_another_namespace_the_copy_ranks_as_the_token_instances_do(mem: Memory, tmp_path: Path) -> None:
+    """A namespace beside another is ranked over its own statistics: by the
+    copy, and without it from FTS5's token instances (``lexstats``), bit
+    for bit alike, before and after replayed writes."""
     other = chronomem.open(str(tmp_path / "lex.db"), namespace="other", clock=FakeClock("2024-03-01T10:00:00Z"),
                            embedder=None, timezone="UTC")
     try:

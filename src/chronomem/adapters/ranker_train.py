@@ -87,9 +87,10 @@ def collect(open_memory: Callable[[str], "Memory"], path: str | Path, *, config:
     groups: list[Group] = []
     embedder: str | None = None
     data = load_locomo(path)
-    # every conversation is stored before any is searched: BM25's statistics
-    # span the store, so a fresh store and one kept from an earlier run give
-    # the same features (and the same model file)
+    # every conversation is stored before any is searched: BM25 ranks over
+    # each namespace's own statistics, but which terms are too common to rank
+    # is decided over the store, so a fresh store and one kept from an
+    # earlier run give the same features (and the same model file)
     ids_of: list[list[str]] = []
     for i, conv in enumerate(data):
         mem = open_memory(f"locomo:{_sample(conv, i)}")

@@ -224,6 +224,11 @@ class BaseEpisodeTx(ABC):
     @abstractmethod
     def insert_episode_times(self, items: Sequence[tuple[int, int, int, str, int]]) -> None: ...
 
+    def delete_episode_index(self, rowid: int) -> None:
+        """Delete an episode's index row (a backend keeping statistics of
+        the index adjusts them here)."""
+        self._execute(self.ep_sql.delete_index, (rowid,))
+
     def _model_added(self, model_id: int, dim: int) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Optional hook, a no-op by default: an embedding model was recorded
         (a backend may override it to index the model's vectors)."""
@@ -276,7 +281,7 @@ class BaseEpisodeTx(ABC):
         row = self._execute(q.episode_by_rowid, (rowid,)).fetchone()
         # read before the tombstone drops the session they are found by
         quoting = [r for r in self.adjacent_episodes(_rec(row)) if r is not None] if row else []
-        self._execute(q.delete_index, (rowid,))
+        self.delete_episode_index(rowid)
         self._execute(q.delete_vectors, (rowid,))
         self._execute(q.delete_times, (rowid,))
         self._execute(q.erase_episode, (self.now, rowid))

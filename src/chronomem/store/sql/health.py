@@ -43,12 +43,12 @@ class HealthSQL:
             "SELECT m.name, v.episode_rowid FROM episode_vectors v JOIN embedding_models m ON m.id = v.model_id "
             f"WHERE v.ns_id = {ph} AND {vector_len_mismatch} ORDER BY m.name, v.episode_rowid"
         )
-        self.delete_lexical = f"DELETE FROM episodes_fts WHERE rowid = {ph}"
         self.delete_vector_orphans = f"DELETE FROM episode_vectors AS v WHERE NOT EXISTS ({live_vector})"
 
 
 class _PruneTx(Protocol):
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> Any: ...
+    def delete_episode_index(self, rowid: int) -> None: ...
     def compact_episode_index(self) -> None: ...
     def bump_episode_generation(self) -> None: ...
 
@@ -95,7 +95,7 @@ class HealthMixin(ABC):
             ptx: _PruneTx = tx
             rowids = [int(r[0]) for r in ptx._execute(q.lexical_orphans).fetchall()]
             for rowid in rowids:
-                ptx._execute(q.delete_lexical, (rowid,))
+                ptx.delete_episode_index(rowid)
             vectors = int(ptx._execute(q.delete_vector_orphans).rowcount or 0)
             if rowids:
                 ptx.compact_episode_index()  # drop the deleted terms the index still keeps

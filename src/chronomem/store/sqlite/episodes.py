@@ -19,7 +19,8 @@ from ..protocol import EpisodeFilter
 from ..sql.dialect import SQLITE
 from ..sql.episodes import BaseEpisodeStore, BaseEpisodeTx, EpisodeSQL, pruned_query
 from ..sql.fts5 import MAX_CACHED_TERMS, term_tokens
-from .lexindex import DELETED, LOG_KEEP, LOG_PRUNE_EVERY, LexIndex
+from . import lexstats
+from .lexindex import DELETED, LOG_KEEP, LOG_PRUNE_EVERY, LexIndex, fts5_averages
 
 __all__ = ["EpisodeStoreMixin", "EpisodeTxMixin"]
 
@@ -48,13 +49,35 @@ class EpisodeTxMixin(BaseEpisodeTx):
     con: sqlite3.Connection
 
     def replace_episode_index(self, rowid: int, index: tuple[str, str, str, str], new: bool = False) -> None:
-        """Write the FTS row of an episode (``new``: it has none yet)."""
+        """Write the FTS row of an episode (``new``: it has none yet), and
+        its namespace's counts (:mod:`.lexstats`)."""
+        con = self.con
+        old = None if new else lexstats.index_row(con, rowid)
         if not new:
-            self.con.execute(_SQL.delete_index, (rowid,))
-        self.con.execute(
-            "INSERT INTO episodes_fts (rowid, body, speaker, context, neighbors) VALUES (?,?,?,?,?)", (rowid, *index)
-        )
+            con.execute(_SQL.delete_index, (rowid,))
+        con.execute("INSERT INTO episodes_fts (rowid, body, speaker, context, neighbors) VALUES (?,?,?,?,?)",
+                    (rowid, *index))
+        row = lexstats.index_row(con, rowid)
+        if old is not None and row is not None and old[0] == row[0]:
+            if row[1] != old[1]:  # a row rewritten: one update of its namespace's tokens
+                lexstats.adjust(con, row[0], 0, row[1] - old[1])
+        else:
+            if old is not None:
+                lexstats.adjust(con, old[0], -1, -old[1])
+            if row is not None:
+                lexstats.adjust(con, row[0], 1, row[1])
         self._log_index_write(rowid)
+
+    def delete_episode_index(self, rowid: int) -> None:
+        """Delete the FTS row of an episode and take it out of its
+        namespace's counts; a row no episode names (an orphan) is in no
+        namespace's counts, which are counted again."""
+        row = lexstats.index_row(self.con, rowid)
+        self.con.execute(_SQL.delete_index, (rowid,))
+        if row is not None:
+            lexstats.adjust(self.con, row[0], -1, -row[1])
+        elif self.con.execute("SELECT changes()").fetchone()[0]:
+            lexstats.recount(self.con)
 
     def _log_index_write(self, rowid: int) -> None:
         """Append to ``episode_index_log`` (what warm copies of the index
@@ -175,14 +198,17 @@ class EpisodeStoreMixin(BaseEpisodeStore):
 
     def lexical_search(self, match: str, f: EpisodeFilter, limit: int,
                        weights: tuple[float, float, float, float]) -> list[tuple[int, float]]:
-        """``(rowid, score)`` best first; score is ``-bm25`` (higher is better).
+        """``(rowid, score)`` best first; score is ``-bm25`` (higher is
+        better) over the namespace's statistics (:mod:`.lexstats`).
 
-        Fast path: rank the FTS matches alone (FTS5 keeps only the best rows)
-        with some headroom, then apply the filter to those rows; only when the
-        filter removed too many does the joined (filter-first) query run.
-        A warm process ranks the fast path with its copy of the index
-        (:mod:`.lexindex`), within the namespace: the same scores, and the
-        filter's top ``limit`` is the same either way."""
+        A namespace holding every index row of the file is FTS5's whole
+        table: FTS5 ranks (or the warm copy, :mod:`.lexindex`, with the same
+        bits). Fast path: rank the matches alone with some headroom, then
+        apply the filter to those rows; only when the filter removed too
+        many does the joined (filter-first) query run. A namespace beside
+        others is ranked within itself: by the warm copy, or from FTS5's
+        token instances (:func:`.lexstats.namespace_bm25`), never by FTS5's
+        ``bm25``, whose statistics span the file."""
         fast = (
             "SELECT rowid, bm25(episodes_fts, ?, ?, ?, ?) AS s FROM episodes_fts "
             "WHERE episodes_fts MATCH ? ORDER BY s LIMIT ?"
@@ -190,36 +216,49 @@ class EpisodeStoreMixin(BaseEpisodeStore):
         headroom = limit * 2
         terms = _match_terms(match)
         if " OR ".join('"' + t.replace('"', '""') + '"' for t in terms) != match:
-            terms = []  # not a plain OR of terms: FTS5 parses it
+            terms = []  # not a plain OR of terms: FTS5 parses it (and ranks it over the file)
         with self._lock:
+            con = self._con
             try:
+                stats = lexstats.namespace_stats(con, f.ns_id)
+                alone = stats == fts5_averages(con)
                 # the numpy copy of the index, when this process has a current one (same scores, same order)
-                rows = self._lexcopy.top(self._con, terms, weights, headroom, f.ns_id) if terms else None
+                rows = self._lexcopy.top(con, terms, weights, headroom, f.ns_id) if terms else None
                 if rows is None:
-                    rows = [(int(r), -float(s)) for r, s in self._con.execute(fast, [*weights, match, headroom])]
-                if not rows:
-                    return []
-                ids = [int(r[0]) for r in rows]
-                where, params = _SQL.where(f)
-                allowed: set[int] = set()
-                for start in range(0, len(ids), 500):
-                    chunk = ids[start:start + 500]
-                    allowed.update(
-                        int(x) for (x,) in self._con.execute(
-                            f"SELECT e.rowid FROM episodes e NOT INDEXED WHERE {_in('e.rowid', len(chunk))} AND "
-                            + " AND ".join(where),
-                            [*chunk, *params],
-                        )
-                    )
-                kept = [r for r in rows if r[0] in allowed]
+                    if not alone and terms:
+                        ranked = lexstats.namespace_bm25(con, term_tokens(terms), weights, f.ns_id, stats)
+                        return self._filtered(ranked, f, limit)
+                    rows = [(int(r), -float(s)) for r, s in con.execute(fast, [*weights, match, headroom])]
+                kept = self._filtered(rows, f, limit)
                 if len(kept) >= limit or len(rows) < headroom:
-                    return kept[:limit]
+                    return kept
+                if not alone and terms:  # the copy's whole ranking of the namespace, filtered
+                    everything = self._lexcopy.top(con, terms, weights, 1 << 62, f.ns_id)
+                    if everything is None:
+                        everything = lexstats.namespace_bm25(con, term_tokens(terms), weights, f.ns_id, stats)
+                    return self._filtered(everything, f, limit)
+                where, params = _SQL.where(f)
                 sql = (
                     "SELECT e.rowid, bm25(episodes_fts, ?, ?, ?, ?) AS s FROM episodes_fts "
                     "JOIN episodes e ON e.rowid = episodes_fts.rowid "
                     f"WHERE episodes_fts MATCH ? AND {' AND '.join(where)} ORDER BY s LIMIT ?"
                 )
-                full = self._con.execute(sql, [*weights, match, *params, limit]).fetchall()
+                full = con.execute(sql, [*weights, match, *params, limit]).fetchall()
             except sqlite3.OperationalError as exc:  # a malformed MATCH is a bug in the escaping
                 raise InvalidInputError(f"cannot run the lexical query {match!r}: {exc}") from None
         return [(int(r[0]), -float(r[1])) for r in full]
+
+    def _filtered(self, ranked: Sequence[tuple[int, float]], f: EpisodeFilter, limit: int) -> list[tuple[int, float]]:
+        """The first ``limit`` of ``ranked`` that pass the filter, read 500 rows at a time."""
+        where, params = _SQL.where(f)
+        kept: list[tuple[int, float]] = []
+        for start in range(0, len(ranked), 500):
+            chunk = ranked[start:start + 500]
+            ids = [int(r[0]) for r in chunk]
+            allowed = {int(x) for (x,) in self._con.execute(
+                f"SELECT e.rowid FROM episodes e NOT INDEXED WHERE {_in('e.rowid', len(ids))} AND "
+                + " AND ".join(where), [*ids, *params])}
+            kept.extend(r for r in chunk if r[0] in allowed)
+            if len(kept) >= limit:
+                break
+        return kept[:limit]

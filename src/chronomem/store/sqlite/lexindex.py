@@ -35,6 +35,7 @@ from array import array
 from typing import Any, Sequence
 
 from ..sql.fts5 import COLUMNS, K1, B, term_tokens, tokenize_rows
+from .lexstats import freq, varint
 
 __all__ = ["BUILD_AFTER", "BUILD_DELAY_S", "BUILD_MIN_ROWS", "DELETED", "LOG_KEEP", "LOG_PRUNE_EVERY", "LexIndex",
            "MAX_REPLAY", "MAX_TOKENS", "fts5_averages"]
@@ -61,18 +62,6 @@ _CHUNK = 65_536
 _COLUMN_NO = {name: i for i, name in enumerate(COLUMNS)}
 
 
-def _varint(buf: bytes, at: int) -> tuple[int, int]:
-    """SQLite's varint (``sqlite3Fts5GetVarint``): big-endian 7-bit groups,
-    the 9th byte whole. Returns ``(value, next offset)``."""
-    value = 0
-    for i in range(8):
-        byte = buf[at + i]
-        value = (value << 7) | (byte & 0x7F)
-        if byte < 0x80:
-            return value, at + i + 1
-    return (value << 8) | buf[at + 8], at + 9
-
-
 def fts5_averages(con: sqlite3.Connection) -> tuple[int, int]:
     """``(rows, tokens of all columns)`` from FTS5's ``averages`` record (the
     figures its ``bm25`` reads for N and avgdl)."""
@@ -80,27 +69,16 @@ def fts5_averages(con: sqlite3.Connection) -> tuple[int, int]:
     if row is None or not row[0]:
         return 0, 0
     buf = bytes(row[0])
-    nrow, at = _varint(buf, 0)
+    nrow, at = varint(buf, 0)
     tokens = 0
     for _ in COLUMNS:
-        n, at = _varint(buf, at)
+        n, at = varint(buf, at)
         tokens += n
     return nrow, tokens
 
 
 def _log_seq(con: sqlite3.Connection) -> int:
     return int(con.execute("SELECT coalesce(max(seq), 0) FROM episode_index_log").fetchone()[0])
-
-
-def _freq(combo: tuple[int, ...], weights: Sequence[float]) -> float:
-    """f(q, D) as ``fts5Bm25Function`` sums it: the column's weight added once
-    per occurrence, columns in order."""
-    f = 0.0
-    for col, n in enumerate(combo):
-        w = float(weights[col]) if col < len(weights) else 1.0
-        for _ in range(n):
-            f += w
-    return f
 
 
 class _Postings:
@@ -125,6 +103,14 @@ class _Postings:
         self.live = np.ones(self.nbase, dtype=bool)
         self.nrow = self.nbase
         self.ntok = int(self.dl.sum())
+        # each namespace's (rows, tokens): its bm25 statistics (:mod:`.lexstats`)
+        self.ns_stats: dict[int, list[int]] = {}
+        if self.nbase:
+            keys, inv = np.unique(self.ns, return_inverse=True)
+            rows = np.bincount(inv, minlength=len(keys))
+            toks = np.bincount(inv, weights=self.dl, minlength=len(keys))
+            for k, r, t in zip(keys.tolist(), rows.tolist(), toks.tolist(), strict=True):
+                self.ns_stats[int(k)] = [int(r), int(t)]
         self.ndead = 0
         self.delta_slot: dict[int, int] = {}
         self.delta: dict[int, tuple[array[int], array[int]]] = {}
@@ -136,7 +122,7 @@ class _Postings:
         key = tuple(float(w) for w in weights)
         table = self._freqs.get(key)
         if table is None or len(table) != len(self.combos):
-            table = self.np.array([_freq(c, key) for c in self.combos], dtype=self.np.float64)
+            table = self.np.array([freq(c, key) for c in self.combos], dtype=self.np.float64)
             self._freqs[key] = table
         return table
 
@@ -162,10 +148,15 @@ class _Postings:
     def top(self, tokens: Sequence[str], weights: Sequence[float], limit: int,
             ns_id: int | None = None) -> list[tuple[int, float]]:
         """The best ``limit`` rows (of namespace ``ns_id``, if given) with
-        their scores. The statistics are the whole file's, as FTS5's are."""
+        their scores, over that namespace's statistics (its rows, tokens
+        and rows holding each term: :mod:`.lexstats`), or the whole file's
+        (as FTS5's) with no namespace."""
         np = self.np
         freqs = self._freq_table(weights)
-        avgdl = float(self.ntok) / float(self.nrow) if self.nrow else 0.0
+        nrow, ntok = (self.nrow, self.ntok) if ns_id is None else self.ns_stats.get(ns_id, (0, 0))
+        if nrow <= 0:
+            return []
+        avgdl = float(ntok) / float(nrow)
         slots: list[Any] = []
         parts: list[Any] = []
         for tok in tokens:  # phrase order: FTS5 adds the phrases' terms in it
@@ -173,10 +164,13 @@ class _Postings:
             if tid is None:
                 continue
             s, c = self._term(tid)
+            if ns_id is not None:
+                mine = self.ns[s] == ns_id
+                s, c = s[mine], c[mine]
             nhit = len(s)
             if not nhit:
                 continue
-            idf = math.log((self.nrow - nhit + 0.5) / (nhit + 0.5))
+            idf = math.log((nrow - nhit + 0.5) / (nhit + 0.5))
             if idf <= 0.0:
                 idf = 1e-6
             f = freqs[c]
@@ -187,11 +181,6 @@ class _Postings:
             return []
         uniq, inv = np.unique(np.concatenate(slots), return_inverse=True)
         score = np.bincount(inv, weights=np.concatenate(parts), minlength=len(uniq))  # (summed in phrase order)
-        if ns_id is not None:
-            mine = self.ns[uniq] == ns_id
-            uniq, score = uniq[mine], score[mine]
-            if not len(uniq):
-                return []
         rowids = self.rowids[uniq]
         neg = -score
         if len(uniq) > limit:
@@ -230,6 +219,9 @@ class _Postings:
                 self.live[old] = False
                 self.nrow -= 1
                 self.ntok -= int(self.dl[old])
+                gone = self.ns_stats.setdefault(int(self.ns[old]), [0, 0])
+                gone[0] -= 1
+                gone[1] -= int(self.dl[old])
                 self.ndead += 1
                 self.delta_slot.pop(rowid, None)
         present = [(rowid, content) for rowid, content in rows.items() if content is not None]
@@ -243,6 +235,9 @@ class _Postings:
             self.live[slot] = True
             self.nrow += 1
             self.ntok += len(toks)
+            added = self.ns_stats.setdefault(int(self.ns[slot]), [0, 0])
+            added[0] += 1
+            added[1] += len(toks)
             self.delta_slot[rowid] = slot
             counts: dict[str, list[int]] = {}
             for term, col, _offset in toks:

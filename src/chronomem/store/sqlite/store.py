@@ -32,6 +32,7 @@ from ..protocol import Capabilities
 from ..sql.dialect import SQLITE
 from ..sql.reads import RowReadsMixin, StoreSQL
 from ..sql.tokens import TokenReadsMixin, TokenSQL
+from . import lexstats
 from .episodes import EpisodeStoreMixin
 from .fact_reads import FactReadsMixin
 from .fact_reads import _query_params as _query_params  # re-exported: tests import it from here
@@ -83,8 +84,13 @@ def _int8_vectors(con: sqlite3.Connection) -> None:
     log.info("migration 0009: %d vectors stored as int8", n)
 
 
+def _index_stats(con: sqlite3.Connection) -> None:
+    """Migration 0015's step: count each namespace's index rows and tokens."""
+    log.info("migration 0015: %d index rows counted per namespace", lexstats.recount(con))
+
+
 # the Python steps migrations name (``-- step: NAME``, see chronomem.store.migrations)
-_STEPS = {"int8_vectors": _int8_vectors}
+_STEPS = {"int8_vectors": _int8_vectors, "index_stats": _index_stats}
 
 
 def _drop(owned: list[Any]) -> None:

@@ -1,0 +1,161 @@
+"""Each namespace's BM25 statistics on SQLite: its index rows and their
+tokens (N and N * avgdl), and its own ``bm25`` when FTS5's would not do.
+
+FTS5's ``bm25`` reads N, avgdl and each phrase's row count over the whole
+table, so in a file with several namespaces one namespace's episodes would
+move another's scores (issue 16). ``episode_index_stats`` (migration 0015)
+keeps ``(rows, tokens)`` per namespace, updated in the write transaction of
+every index row written or deleted (:func:`adjust`, from FTS5's own
+``docsize`` record of the row). A search whose namespace holds every index
+row of the file lets FTS5 rank (the statistics are the same); otherwise the
+warm numpy copy ranks within the namespace (:mod:`.lexindex`), or, with no
+copy, :func:`namespace_bm25` scores the namespace's matching rows from
+FTS5's token instances (``fts5vocab``) with the same operations, in the same
+order: the three give the same bits where they overlap, and PostgreSQL's
+``bm25`` the same scores (:mod:`chronomem.store.postgres.fts5_bm25`).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import sqlite3
+from typing import Sequence
+
+from ..sql.fts5 import COLUMNS, K1, B
+
+__all__ = ["adjust", "freq", "index_row", "namespace_bm25", "namespace_stats", "recount", "row_tokens", "varint"]
+
+log = logging.getLogger("chronomem.store.sqlite")
+
+_COLUMN_NO = {name: i for i, name in enumerate(COLUMNS)}
+# rows read per statement (SQLite's bound parameters stay well under its limit)
+_CHUNK = 500
+
+
+def varint(buf: bytes, at: int) -> tuple[int, int]:
+    """SQLite's varint (``sqlite3Fts5GetVarint``): big-endian 7-bit groups,
+    the 9th byte whole. Returns ``(value, next offset)``."""
+    value = 0
+    for i in range(8):
+        byte = buf[at + i]
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            return value, at + i + 1
+    return (value << 8) | buf[at + 8], at + 9
+
+
+def row_tokens(blob: bytes | None) -> int:
+    """A row's token count, all columns, from its FTS5 ``docsize`` record."""
+    if not blob:
+        return 0
+    buf, at, total = bytes(blob), 0, 0
+    for _ in COLUMNS:
+        n, at = varint(buf, at)
+        total += n
+    return total
+
+
+def index_row(con: sqlite3.Connection, rowid: int) -> tuple[int, int] | None:
+    """``(namespace, tokens)`` of an episode's index row, ``None`` if it has
+    none (or no episode row names its namespace)."""
+    row = con.execute("SELECT e.ns_id, d.sz FROM episodes_fts_docsize d JOIN episodes e ON e.rowid = d.id "
+                      "WHERE d.id = ?", (rowid,)).fetchone()
+    return None if row is None else (int(row[0]), row_tokens(row[1]))
+
+
+def adjust(con: sqlite3.Connection, ns_id: int, rows: int, tokens: int) -> None:
+    """Add ``rows`` and ``tokens`` (negative: remove) to a namespace's counts."""
+    con.execute("INSERT INTO episode_index_stats (ns_id, nrow, ntok) VALUES (?, ?, ?) ON CONFLICT (ns_id) "
+                "DO UPDATE SET nrow = nrow + excluded.nrow, ntok = ntok + excluded.ntok", (ns_id, rows, tokens))
+
+
+def recount(con: sqlite3.Connection) -> int:
+    """Count every namespace's rows and tokens again from FTS5's records
+    (migration 0015's step; after orphan index rows are deleted). Returns
+    the index rows counted."""
+    totals: dict[int, list[int]] = {}
+    cur = con.execute("SELECT e.ns_id, d.sz FROM episodes_fts_docsize d JOIN episodes e ON e.rowid = d.id")
+    n = 0
+    while rows := cur.fetchmany(10_000):
+        for ns_id, sz in rows:
+            t = totals.setdefault(int(ns_id), [0, 0])
+            t[0] += 1
+            t[1] += row_tokens(sz)
+            n += 1
+    con.execute("DELETE FROM episode_index_stats")
+    con.executemany("INSERT INTO episode_index_stats (ns_id, nrow, ntok) VALUES (?, ?, ?)",
+                    [(ns, r, t) for ns, (r, t) in sorted(totals.items())])
+    return n
+
+
+def namespace_stats(con: sqlite3.Connection, ns_id: int) -> tuple[int, int]:
+    """``(rows, tokens)`` of the namespace's index rows."""
+    row = con.execute("SELECT nrow, ntok FROM episode_index_stats WHERE ns_id = ?", (ns_id,)).fetchone()
+    return (0, 0) if row is None else (int(row[0]), int(row[1]))
+
+
+def freq(combo: Sequence[int], weights: Sequence[float]) -> float:
+    """f(q, D) as ``fts5Bm25Function`` sums it: the column's weight added once
+    per occurrence, columns in order."""
+    f = 0.0
+    for col, n in enumerate(combo):
+        w = float(weights[col]) if col < len(weights) else 1.0
+        for _ in range(n):
+            f += w
+    return f
+
+
+def _phrase_hits(con: sqlite3.Connection, tokens: Sequence[str], ns_id: int) -> dict[int, list[int]]:
+    """Each row of the namespace holding the phrase: its occurrences per
+    column (FTS5: the tokens at consecutive offsets of one column)."""
+    out: dict[int, list[int]] = {}
+    if len(tokens) == 1:
+        for doc, col in con.execute("SELECT i.doc, i.col FROM temp.ev_inst i JOIN episodes e ON e.rowid = i.doc "
+                                    "WHERE i.term = ? AND e.ns_id = ?", (tokens[0], ns_id)):
+            out.setdefault(int(doc), [0, 0, 0, 0])[_COLUMN_NO[col]] += 1
+        return out
+    where: list[set[tuple[int, int, int]]] = []
+    for tok in tokens:
+        where.append({(int(d), _COLUMN_NO[c], int(o)) for d, c, o in con.execute(
+            "SELECT i.doc, i.col, i.offset FROM temp.ev_inst i JOIN episodes e ON e.rowid = i.doc "
+            "WHERE i.term = ? AND e.ns_id = ?", (tok, ns_id))})
+    for doc, col, off in sorted(where[0]):
+        if all((doc, col, off + j) in where[j] for j in range(1, len(tokens))):
+            out.setdefault(doc, [0, 0, 0, 0])[col] += 1
+    return out
+
+
+def namespace_bm25(con: sqlite3.Connection, phrases: Sequence[Sequence[str]], weights: Sequence[float],
+                   ns_id: int, stats: tuple[int, int]) -> list[tuple[int, float]]:
+    """Every row of the namespace matching the OR of ``phrases`` (each as
+    FTS5 tokenizes a query term), ``(rowid, score)`` best first, ties by
+    rowid: FTS5's ``bm25`` (positive) over the namespace's statistics
+    ``stats`` = ``(rows, tokens)``, with the operations and the order of
+    :meth:`.lexindex._Postings.top` (the same bits)."""
+    nrow, ntok = stats
+    if nrow <= 0:
+        return []
+    con.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.ev_inst USING fts5vocab(main, 'episodes_fts', 'instance')")
+    avgdl = float(ntok) / float(nrow)
+    hits = [_phrase_hits(con, toks, ns_id) if toks else {} for toks in phrases]
+    docs = sorted({d for h in hits for d in h})
+    dl: dict[int, int] = {}
+    for start in range(0, len(docs), _CHUNK):
+        chunk = docs[start:start + _CHUNK]
+        for rowid, sz in con.execute(f"SELECT id, sz FROM episodes_fts_docsize WHERE id IN "
+                                     f"({','.join('?' * len(chunk))})", chunk):
+            dl[int(rowid)] = row_tokens(sz)
+    score: dict[int, float] = {}
+    for h in hits:  # phrase order: FTS5 adds the phrases' terms in it
+        nhit = len(h)
+        if not nhit:
+            continue
+        idf = math.log((nrow - nhit + 0.5) / (nhit + 0.5))
+        if idf <= 0.0:
+            idf = 1e-6
+        for doc, combo in h.items():
+            f = freq(combo, weights)
+            d = float(dl.get(doc, 0))
+            score[doc] = score.get(doc, 0.0) + idf * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * d / avgdl)))
+    return sorted(score.items(), key=lambda x: (-x[1], x[0]))
