@@ -58,14 +58,10 @@ class EpisodeTxMixin(BaseEpisodeTx):
         con.execute("INSERT INTO episodes_fts (rowid, body, speaker, context, neighbors) VALUES (?,?,?,?,?)",
                     (rowid, *index))
         row = lexstats.index_row(con, rowid)
-        if old is not None and row is not None and old[0] == row[0]:
-            if row[1] != old[1]:  # a row rewritten: one update of its namespace's tokens
-                lexstats.adjust(con, row[0], 0, row[1] - old[1])
-        else:
-            if old is not None:
-                lexstats.adjust(con, old[0], -1, -old[1])
-            if row is not None:
-                lexstats.adjust(con, row[0], 1, row[1])
+        if old is not None:
+            self._count_index(old[0], -1, -old[1])
+        if row is not None:
+            self._count_index(row[0], 1, row[1])
         self._log_index_write(rowid)
 
     def delete_episode_index(self, rowid: int) -> None:
@@ -75,9 +71,25 @@ class EpisodeTxMixin(BaseEpisodeTx):
         row = lexstats.index_row(self.con, rowid)
         self.con.execute(_SQL.delete_index, (rowid,))
         if row is not None:
-            lexstats.adjust(self.con, row[0], -1, -row[1])
+            self._count_index(row[0], -1, -row[1])
         elif self.con.execute("SELECT changes()").fetchone()[0]:
+            self.__dict__.pop("_index_counts", None)  # (the recount sees this transaction's rows)
             lexstats.recount(self.con)
+
+    def _count_index(self, ns_id: int, rows: int, tokens: int) -> None:
+        """Add to a namespace's counts, written once at commit (:meth:`flush_index_counts`)."""
+        counts: dict[int, list[int]] = self.__dict__.setdefault("_index_counts", {})
+        got = counts.setdefault(ns_id, [0, 0])
+        got[0] += rows
+        got[1] += tokens
+
+    def flush_index_counts(self) -> None:
+        """Write the namespaces' counts this transaction changed (the store
+        calls it just before ``COMMIT``)."""
+        counts: dict[int, list[int]] | None = self.__dict__.pop("_index_counts", None)
+        for ns_id, (rows, tokens) in sorted((counts or {}).items()):
+            if rows or tokens:
+                lexstats.adjust(self.con, ns_id, rows, tokens)
 
     def _log_index_write(self, rowid: int) -> None:
         """Append to ``episode_index_log`` (what warm copies of the index
@@ -226,9 +238,9 @@ class EpisodeStoreMixin(BaseEpisodeStore):
                 rows = self._lexcopy.top(con, terms, weights, headroom, f.ns_id) if terms else None
                 if rows is None:
                     if not alone and terms:
-                        ranked = lexstats.namespace_bm25(con, term_tokens(terms), weights, f.ns_id, stats)
-                        return self._filtered(ranked, f, limit)
-                    rows = [(int(r), -float(s)) for r, s in con.execute(fast, [*weights, match, headroom])]
+                        rows = lexstats.namespace_bm25(con, term_tokens(terms), weights, f.ns_id, stats, headroom)
+                    else:
+                        rows = [(int(r), -float(s)) for r, s in con.execute(fast, [*weights, match, headroom])]
                 kept = self._filtered(rows, f, limit)
                 if len(kept) >= limit or len(rows) < headroom:
                     return kept

@@ -393,6 +393,7 @@ class SQLiteStore(FactReadsMixin, NameReadsMixin, RowReadsMixin, EpisodeStoreMix
                 )
                 tx = SQLiteTx(self, self._name_cache, now)
                 yield tx
+                tx.flush_index_counts()
                 self._con.execute("COMMIT")
                 # our own commits do not change data_version, so this stays
                 # valid until another connection writes
