@@ -126,15 +126,29 @@ def test_missing_and_orphan_index_rows_are_rebuilt(db: Path) -> None:
     with _open(db) as mem:
         assert not [h for h in mem.search("zebra", k=5) if "zebra" in h.episode.text and h.parts.bm25_rank]
         report = mem.doctor()
-        assert codes(report) == {"lexical_missing": 1, "lexical_orphans": 1}
+        # (the row deleted behind the library's back is still in the namespace's BM25 counts)
+        assert codes(report) == {"lexical_missing": 1, "lexical_orphans": 1, "lexical_counts": 1}
         assert all(p.repairable for p in report.problems)
         fixed = mem.doctor(repair=True)
         assert fixed.ok, fixed.to_dict()
         assert any("rebuilt the lexical index" in r for r in fixed.repaired)
         assert any("dropped 1 lexical index row" in r for r in fixed.repaired)
+        assert any("BM25 statistics again" in r for r in fixed.repaired)
         hits = mem.search("zebra", k=5)
         assert hits and "zebra" in hits[0].episode.text and hits[0].parts.bm25_rank == 1
     assert _one(db, "SELECT count(*) FROM episodes_fts WHERE rowid = 999") == 0
+
+
+def test_bm25_counts_that_drifted_are_counted_again(db: Path) -> None:
+    _sql(db, ("UPDATE episode_index_stats SET nrow = nrow + 1, ntok = ntok + 7", ()))
+    with _open(db) as mem:
+        report = mem.doctor()
+        assert codes(report) == {"lexical_counts": 1}
+        (problem,) = report.problems
+        assert problem.repairable and problem.examples == ("kept 5 row(s) / 68 token(s), counted 4 / 61",)
+        fixed = mem.doctor(repair=True)
+        assert fixed.ok and any("BM25 statistics again" in r for r in fixed.repaired)
+        assert mem.doctor().ok
 
 
 def test_a_dropped_vector_is_embedded_again(db: Path) -> None:
@@ -234,7 +248,8 @@ def test_cli_doctor(db: Path) -> None:
     found = _cli("--db", str(db), "doctor", "--json")
     assert found.returncode == 1, found.stderr
     data = json.loads(found.stdout)
-    assert data["ok"] is False and {p["code"] for p in data["problems"]} == {"lexical_missing", "entity_properties"}
+    assert data["ok"] is False and {p["code"] for p in data["problems"]} == {"lexical_missing", "lexical_counts",
+                                                                             "entity_properties"}
     human = _cli("--db", str(db), "doctor", "--repair")
     assert human.returncode == 1 and "Traceback" not in human.stderr
     assert "repaired: rebuilt the lexical index of" in human.stdout and "refused: entity_properties" in human.stdout

@@ -249,6 +249,13 @@ class Doctor:
                           "lexical index row(s) of erased or missing episodes",
                           tuple(f"index row {r}" for r in health.lexical_orphans[:EXAMPLES]),
                           "chronomem doctor --repair", True)
+        if health.lexical_counts is not None:
+            (rows, tokens), (n_rows, n_tokens) = health.lexical_counts
+            yield Problem("lexical_index", "lexical_counts", 1,
+                          "the namespace's BM25 statistics differ from its lexical index (search ranks "
+                          "with the wrong ones)",
+                          (f"kept {rows} row(s) / {tokens} token(s), counted {n_rows} / {n_tokens}",),
+                          "chronomem doctor --repair", True)
 
     def _vectors(self, health: StoreHealth) -> Iterator[Problem]:
         es, ns = self._es, self._scope.ns_id
@@ -308,6 +315,9 @@ class Doctor:
                 repaired.append(f"rebuilt the lexical index of {counts['lexical']} episode(s)")
             if "mention_time" in codes:
                 repaired.append(f"resolved the time mentions again ({counts['times']} found)")
+        if {"lexical_counts", "lexical_missing", "lexical_orphans"} & set(codes) and self._es.recount_lexical():
+            # last: index rows written or deleted behind the library's back left the counts behind
+            repaired.append("counted the namespaces' BM25 statistics again")
         if "vectors_missing" in codes:
             self._repair_vectors(repaired, refused)
         for p in problems:

@@ -259,6 +259,10 @@ class StoreHealth:
     vector_orphans: tuple[tuple[str, int], ...]
     # (model name, episode rowid): vectors of the namespace whose length is not the model's
     vector_bad_dim: tuple[tuple[str, int], ...]
+    # a backend that keeps each namespace's BM25 statistics (SQLite): the
+    # namespace's (rows, tokens) as kept and as counted from the index, when
+    # they differ (its ranking drifts); ``None`` when they agree or none are kept
+    lexical_counts: tuple[tuple[int, int], tuple[int, int]] | None = None
 
 
 class WriteTx(Protocol):
@@ -469,3 +473,5 @@ class EpisodeStore(Store, Protocol):
     # whose episode is erased or gone (derived data only) -> (index rows, vectors)
     def health(self, ns_id: int) -> StoreHealth: ...
     def prune_derived(self) -> tuple[int, int]: ...
+    # count every namespace's kept BM25 statistics again (the index rows counted; 0 where none are kept)
+    def recount_lexical(self) -> int: ...

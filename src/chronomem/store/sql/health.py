@@ -73,6 +73,16 @@ class HealthMixin(ABC):
         """The backend's own check: its complaints, ``None`` if it has none."""
         return None
 
+    def _lexical_counts(self, ns_id: int) -> tuple[tuple[int, int], tuple[int, int]] | None:
+        """The namespace's kept BM25 statistics and a recount, when they
+        differ (a backend that keeps none: ``None``)."""
+        return None
+
+    def recount_lexical(self) -> int:
+        """Count every namespace's kept BM25 statistics again; the index rows
+        counted (0: this backend keeps none, PostgreSQL counts in SQL)."""
+        return 0
+
     def health(self, ns_id: int) -> StoreHealth:
         q = self.health_sql
         missing, orphans, vec_orphans, bad_dim = self._fetch(
@@ -87,6 +97,7 @@ class HealthMixin(ABC):
             lexical_orphans=tuple(int(r[0]) for r in orphans),
             vector_orphans=tuple((str(r[0]), int(r[1])) for r in vec_orphans),
             vector_bad_dim=tuple((str(r[0]), int(r[1])) for r in bad_dim),
+            lexical_counts=self._lexical_counts(ns_id),
         )
 
     def prune_derived(self) -> tuple[int, int]:

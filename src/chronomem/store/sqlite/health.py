@@ -7,6 +7,7 @@ from typing import ClassVar
 
 from ..sql.dialect import SQLITE
 from ..sql.health import HealthMixin, HealthSQL
+from . import lexstats
 
 __all__ = ["SQLiteHealthMixin"]
 
@@ -20,3 +21,17 @@ class SQLiteHealthMixin(HealthMixin):
         found = [str(r[0]) for r in checks if str(r[0]) != "ok"]
         found += [f"foreign key: row {r[1]} of {r[0]} names a missing row of {r[2]}" for r in keys]
         return tuple(found)
+
+    def _lexical_counts(self, ns_id: int) -> tuple[tuple[int, int], tuple[int, int]] | None:
+        kept_rows, sizes = self._fetch(
+            ("SELECT nrow, ntok FROM episode_index_stats WHERE ns_id = ?", (ns_id,)),
+            ("SELECT d.sz FROM episodes_fts_docsize d JOIN episodes e ON e.rowid = d.id WHERE e.ns_id = ?", (ns_id,)),
+        )
+        kept = (int(kept_rows[0][0]), int(kept_rows[0][1])) if kept_rows else (0, 0)
+        counted = (len(sizes), sum(lexstats.row_tokens(r[0]) for r in sizes))
+        return None if kept == counted else (kept, counted)
+
+    def recount_lexical(self) -> int:
+        with self.write() as tx:
+            return lexstats.recount(tx.con)
+
