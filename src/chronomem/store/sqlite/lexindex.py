@@ -27,15 +27,14 @@ from __future__ import annotations
 
 import importlib
 import logging
-import math
 import sqlite3
 import threading
 import time
 from array import array
 from typing import Any, Sequence
 
-from ..sql.fts5 import COLUMNS, K1, B, term_tokens, tokenize_rows
-from .lexstats import freq, varint
+from ..sql.fts5 import COLUMNS, term_tokens, tokenize_rows
+from .lexstats import freq, idf, term_score, varint
 
 __all__ = ["BUILD_AFTER", "BUILD_DELAY_S", "BUILD_MIN_ROWS", "DELETED", "LOG_KEEP", "LOG_PRUNE_EVERY", "LexIndex",
            "MAX_REPLAY", "MAX_TOKENS", "fts5_averages"]
@@ -167,16 +166,10 @@ class _Postings:
             if ns_id is not None:
                 mine = self.ns[s] == ns_id
                 s, c = s[mine], c[mine]
-            nhit = len(s)
-            if not nhit:
+            if not len(s):
                 continue
-            idf = math.log((nrow - nhit + 0.5) / (nhit + 0.5))
-            if idf <= 0.0:
-                idf = 1e-6
-            f = freqs[c]
-            d = self.dl[s].astype(np.float64)
             slots.append(s)
-            parts.append(idf * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * d / avgdl))))
+            parts.append(term_score(idf(nrow, len(s)), freqs[c], self.dl[s].astype(np.float64), avgdl))
         if not slots:
             return []
         uniq, inv = np.unique(np.concatenate(slots), return_inverse=True)

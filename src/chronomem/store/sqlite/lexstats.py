@@ -23,11 +23,12 @@ import logging
 import math
 import sqlite3
 from collections import Counter
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from ..sql.fts5 import COLUMNS, K1, B
 
-__all__ = ["adjust", "freq", "index_row", "namespace_bm25", "namespace_stats", "recount", "row_tokens", "varint"]
+__all__ = ["adjust", "freq", "idf", "index_row", "namespace_bm25", "namespace_stats", "recount", "row_tokens",
+           "term_score", "varint"]
 
 log = logging.getLogger("chronomem.store.sqlite")
 
@@ -95,6 +96,20 @@ def namespace_stats(con: sqlite3.Connection, ns_id: int) -> tuple[int, int]:
     """``(rows, tokens)`` of the namespace's index rows."""
     row = con.execute("SELECT nrow, ntok FROM episode_index_stats WHERE ns_id = ?", (ns_id,)).fetchone()
     return (0, 0) if row is None else (int(row[0]), int(row[1]))
+
+
+def idf(nrow: int, nhit: int) -> float:
+    """FTS5's idf of a phrase in ``nhit`` of ``nrow`` rows: ln((N - n + 0.5) /
+    (n + 0.5)), 1e-6 where that is not positive."""
+    value = math.log((nrow - nhit + 0.5) / (nhit + 0.5))
+    return 1e-6 if value <= 0.0 else value
+
+
+def term_score(weight: float, f: Any, d: Any, avgdl: float) -> Any:
+    """A phrase's part of a row's ``bm25``, ``weight`` its idf (floats, or
+    numpy arrays of rows: the same operations in the same order, so the same
+    bits)."""
+    return weight * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * d / avgdl)))
 
 
 def freq(combo: Sequence[int], weights: Sequence[float]) -> float:
@@ -174,19 +189,15 @@ def namespace_bm25(con: sqlite3.Connection, phrases: Sequence[Sequence[str]], we
     score: dict[int, float] = {}
     fs: dict[tuple[int, ...], float] = {}  # (few distinct combinations)
     for h in hits:  # phrase order: FTS5 adds the phrases' terms in it
-        nhit = len(h)
-        if not nhit:
+        if not h:
             continue
-        idf = math.log((nrow - nhit + 0.5) / (nhit + 0.5))
-        if idf <= 0.0:
-            idf = 1e-6
+        w = idf(nrow, len(h))
         for doc, combo in h.items():
             key_ = tuple(combo)
             f = fs.get(key_)
             if f is None:
                 f = fs[key_] = freq(combo, weights)
-            d = float(dl.get(doc, 0))
-            score[doc] = score.get(doc, 0.0) + idf * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * d / avgdl)))
+            score[doc] = score.get(doc, 0.0) + term_score(w, f, float(dl.get(doc, 0)), avgdl)
     key: Callable[[tuple[int, float]], tuple[float, int]] = lambda x: (-x[1], x[0])  # noqa: E731
     if limit is None or limit >= len(score):
         return sorted(score.items(), key=key)
