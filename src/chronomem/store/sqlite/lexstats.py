@@ -5,21 +5,24 @@ FTS5's ``bm25`` reads N, avgdl and each phrase's row count over the whole
 table, so in a file with several namespaces one namespace's episodes would
 move another's scores (issue 16). ``episode_index_stats`` (migration 0015)
 keeps ``(rows, tokens)`` per namespace, updated in the write transaction of
-every index row written or deleted (:func:`adjust`, from FTS5's own
-``docsize`` record of the row). A search whose namespace holds every index
+every index row written or deleted (from FTS5's own ``docsize`` record of
+the row; a transaction's changes are summed and written once, before its
+``COMMIT``: :func:`adjust`). A search whose namespace holds every index
 row of the file lets FTS5 rank (the statistics are the same); otherwise the
 warm numpy copy ranks within the namespace (:mod:`.lexindex`), or, with no
 copy, :func:`namespace_bm25` scores the namespace's matching rows from
 FTS5's token instances (``fts5vocab``) with the same operations, in the same
 order: the three give the same bits where they overlap, and PostgreSQL's
-``bm25`` the same scores (:mod:`chronomem.store.postgres.fts5_bm25`).
+``bm25`` the same scores (:mod:`chronomem.store.postgres.fts5_bm25`). The
+counts are read outside the search's read of the index: a write committing
+in between gives that one search the counts of just before it (as on
+PostgreSQL, whose N and avgdl are cached per episode generation).
 """
 
 from __future__ import annotations
 
 import heapq
 import json
-import logging
 import math
 import sqlite3
 from collections import Counter
@@ -30,9 +33,8 @@ from ..sql.fts5 import COLUMNS, K1, B
 __all__ = ["adjust", "freq", "idf", "index_row", "namespace_bm25", "namespace_stats", "recount", "row_tokens",
            "term_score", "varint"]
 
-log = logging.getLogger("chronomem.store.sqlite")
-
 _COLUMN_NO = {name: i for i, name in enumerate(COLUMNS)}
+
 
 def varint(buf: bytes, at: int) -> tuple[int, int]:
     """SQLite's varint (``sqlite3Fts5GetVarint``): big-endian 7-bit groups,
