@@ -8,7 +8,10 @@ than the rest of a warm search. This copy holds the index as postings
 matching row at once with numpy, in the order and with the operations of
 ``fts5Bm25Function`` (``ext/fts5/fts5_aux.c``; :mod:`..sql.fts5`): the
 scores equal FTS5's bit for bit and ties go to the lower rowid, as FTS5
-orders them, so a search answers the same with or without it.
+orders them, so a search answers the same with or without it. The
+statistics are the searching namespace's (:mod:`.lexstats`): FTS5's own
+where the namespace is the whole table; beside other namespaces, those
+:func:`.lexstats.namespace_bm25` scores with when there is no copy.
 
 It is a cache, never the truth. A process builds it in a background thread
 (its own connection, one read transaction) at its ``BUILD_AFTER``-th
