@@ -86,7 +86,7 @@ def log(msg: str) -> None:
 def collect_pools(data_path: str, store: str | None, limit: int) -> list[dict[str, Any]]:
     """One record per question with gold turns: the product's top ``limit``."""
     import chronomem
-    from chronomem.adapters.eval import CATEGORIES, _gold_turns, ingest_conversation
+    from chronomem.adapters.eval import gold_questions, ingest_conversation
     from chronomem.service.evidence import MiniLMEmbedder
     from chronomem.service.ingest.formats.locomo import load_locomo, locomo_episodes
 
@@ -111,17 +111,14 @@ def collect_pools(data_path: str, store: str | None, limit: int) -> list[dict[st
         try:
             eps = locomo_episodes(conv)
             dia_of = {ep_id: str(ep["metadata"]["dia_id"]) for ep_id, ep in zip(ids, eps, strict=True)}
-            for qi, qa in enumerate(conv.get("qa", [])):
-                gold = set(_gold_turns(qa.get("evidence") or []))
-                question = str(qa.get("question") or qa.get("adversarial_question") or "").strip()
-                if not gold or not question:
-                    continue
+            for qi, question, category, gold_turns in gold_questions(conv):
+                gold = set(gold_turns)
                 hits = mem.search(question, k=limit, view="as_world")
                 cands = [{"id": h.episode.id, "dia": dia_of.get(h.episode.id, ""), "speaker": h.episode.speaker or "",
                           "text": h.episode.text, "score": float(h.score)} for h in hits]
                 pools.append({
                     "sample": sample, "q": qi, "question": question,
-                    "category": CATEGORIES.get(int(qa.get("category", 0)), str(qa.get("category"))),
+                    "category": category,
                     "cands": cands, "labels": [int(c["dia"] in gold) for c in cands], "gold": len(gold),
                 })
         finally:

@@ -31,7 +31,7 @@ import math
 import re
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from ..errors import InvalidInputError
 from ..service.evidence import Embedder, Kind, SearchConfig
@@ -42,7 +42,8 @@ from ..service.ingest.formats.longmemeval import lme_date
 if TYPE_CHECKING:  # pragma: no cover
     from ..memory import Memory
 
-__all__ = ["CATEGORIES", "EvalResult", "load_locomo", "run_locomo", "run_longmemeval", "parse_locomo_date"]
+__all__ = ["CATEGORIES", "EvalResult", "gold_questions", "load_locomo", "run_locomo", "run_longmemeval",
+           "parse_locomo_date"]
 
 log = logging.getLogger("chronomem.evidence.eval")
 
@@ -90,6 +91,17 @@ class QueryCache:
             got = self.inner.embed(texts, kind)
             self._cache[texts[0]] = got
         return got
+
+
+def gold_questions(conv: dict[str, Any]) -> Iterator[tuple[int, str, str, list[str]]]:
+    """``(index, question, category, gold turns)`` of each question of a
+    LoCoMo conversation that names its evidence (an adversarial one by its
+    ``adversarial_question`` when it has no ``question``)."""
+    for qi, qa in enumerate(conv.get("qa", [])):
+        gold = _gold_turns(qa.get("evidence") or [])
+        question = str(qa.get("question") or qa.get("adversarial_question") or "").strip()
+        if gold and question:
+            yield qi, question, CATEGORIES.get(int(qa.get("category", 0)), str(qa.get("category"))), gold
 
 
 def _gold_turns(evidence: Iterable[Any]) -> list[str]:
@@ -212,14 +224,7 @@ def run_locomo(
         text_of = {ep["metadata"]["dia_id"]: ep["text"] for ep in eps}
         if progress:
             progress(f"{sample}: {len(ids)} turns ingested")
-        for qi, qa in enumerate(conv.get("qa", [])):
-            gold = _gold_turns(qa.get("evidence") or [])
-            if not gold:
-                continue
-            cat = CATEGORIES.get(int(qa.get("category", 0)), str(qa.get("category")))
-            question = str(qa.get("question") or qa.get("adversarial_question") or "").strip()
-            if not question:
-                continue
+        for qi, question, cat, gold in gold_questions(conv):
             timings["questions"] += 1
             gold_set = set(gold)
             gold_sessions = {g.split(":")[0] for g in gold}

@@ -29,7 +29,7 @@ from ..service.evidence import SearchConfig
 from ..service.evidence.rank_features import FEATURE_NAMES, features
 from ..service.evidence.ranker import FORMAT, dump_model, fit_logistic, parse_model
 from ..service.ingest.formats.locomo import load_locomo, locomo_episodes
-from .eval import CATEGORIES, HEADLINE, _gold_turns, ingest_conversation, question_pool
+from .eval import CATEGORIES, HEADLINE, gold_questions, ingest_conversation, question_pool
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..memory import Memory
@@ -106,12 +106,8 @@ def collect(open_memory: Callable[[str], "Memory"], path: str | Path, *, config:
                 embedder = mem.embedder.name
             eps = locomo_episodes(conv)
             dia_of = {ep_id: str(ep["metadata"]["dia_id"]) for ep_id, ep in zip(ids, eps, strict=True)}
-            for qi, qa in enumerate(conv.get("qa", [])):
-                gold = set(_gold_turns(qa.get("evidence") or []))
-                question = str(qa.get("question") or qa.get("adversarial_question") or "").strip()
-                if not gold or not question:
-                    continue
-                cat = CATEGORIES.get(int(qa.get("category", 0)), str(qa.get("category")))
+            for qi, question, cat, gold_turns in gold_questions(conv):
+                gold = set(gold_turns)
                 pool = question_pool(mem, question, "as_world", cfg)
                 rows = features(question, [c for _e, c in pool])
                 labels = [int(dia_of.get(ep_id) in gold) for ep_id, _c in pool]
