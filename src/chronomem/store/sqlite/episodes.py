@@ -73,8 +73,7 @@ class EpisodeTxMixin(BaseEpisodeTx):
         if row is not None:
             self._count_index(row[0], -1, -row[1])
         elif self.con.execute("SELECT changes()").fetchone()[0]:
-            self.__dict__.pop("_index_counts", None)  # (the recount sees this transaction's rows)
-            lexstats.recount(self.con)
+            self.__dict__["_index_recount"] = True  # (once, at commit: however many orphans go)
 
     def _count_index(self, ns_id: int, rows: int, tokens: int) -> None:
         """Add to a namespace's counts, written once at commit (:meth:`flush_index_counts`)."""
@@ -85,8 +84,12 @@ class EpisodeTxMixin(BaseEpisodeTx):
 
     def flush_index_counts(self) -> None:
         """Write the namespaces' counts this transaction changed (the store
-        calls it just before ``COMMIT``)."""
+        calls it just before ``COMMIT``), or count them all again after an
+        orphan index row went (the recount sees this transaction's rows)."""
         counts: dict[int, list[int]] | None = self.__dict__.pop("_index_counts", None)
+        if self.__dict__.pop("_index_recount", False):
+            lexstats.recount(self.con)
+            return
         for ns_id, (rows, tokens) in sorted((counts or {}).items()):
             if rows or tokens:
                 lexstats.adjust(self.con, ns_id, rows, tokens)
@@ -232,19 +235,20 @@ class EpisodeStoreMixin(BaseEpisodeStore):
         with self._lock:
             con = self._con
             try:
-                stats = lexstats.namespace_stats(con, f.ns_id)
-                alone = stats == fts5_averages(con)
                 # the numpy copy of the index, when this process has a current one (same scores, same order)
                 rows = self._lexcopy.top(con, terms, weights, headroom, f.ns_id) if terms else None
+                stats: tuple[int, int] | None = None  # (not read where the copy answers and the filter keeps enough)
                 if rows is None:
-                    if not alone and terms:
+                    stats = lexstats.namespace_stats(con, f.ns_id)
+                    if terms and stats != fts5_averages(con):  # beside other namespaces
                         rows = lexstats.namespace_bm25(con, term_tokens(terms), weights, f.ns_id, stats, headroom)
                     else:
                         rows = [(int(r), -float(s)) for r, s in con.execute(fast, [*weights, match, headroom])]
                 kept = self._filtered(rows, f, limit)
                 if len(kept) >= limit or len(rows) < headroom:
                     return kept
-                if not alone and terms:  # the copy's whole ranking of the namespace, filtered
+                stats = stats or lexstats.namespace_stats(con, f.ns_id)
+                if terms and stats != fts5_averages(con):  # the namespace's whole ranking, filtered
                     everything = self._lexcopy.top(con, terms, weights, 1 << 62, f.ns_id)
                     if everything is None:
                         everything = lexstats.namespace_bm25(con, term_tokens(terms), weights, f.ns_id, stats)
