@@ -4,8 +4,8 @@ FTS5's ``bm25`` reads its statistics over the whole table, so one
 namespace's episodes moved another's scores. Now every namespace is ranked
 over its own rows, tokens and term counts, kept in ``episode_index_stats``
 by every index write: the counts must equal a recount from FTS5's own token
-instances after any write, reindex, erasure and repair, and after the
-migration that adds them; and a namespace in a file beside another must rank
+instances after any write, reindex, erasure, repair and restore, and after
+the migration that adds them; and a namespace in a file beside another must rank
 exactly (rows, order, bits) as in a file holding it alone, with and without
 the warm numpy copy, under filters and any column weights.
 """
@@ -249,3 +249,27 @@ def test_rows_of_many_tokens_rank_as_if_alone(tmp_path: Path) -> None:
     finally:
         for m in (beside, other, alone):
             m.close()
+
+
+def test_an_exported_namespace_restored_beside_another_counts_and_ranks_alike(
+        two: tuple[Memory, Memory, Path], tmp_path: Path) -> None:
+    """Export and import (the restore writes every index row again) keep the
+    counts true, and the restored namespace ranks as the original."""
+    import io
+
+    from chronomem.io import export_jsonl, import_jsonl
+
+    a, _b, _path = two
+    buf = io.StringIO()
+    export_jsonl(a, buf)
+    target = tmp_path / "restored.db"
+    neighbour, restored = _open(target, "other"), _open(target, "ns_a")
+    try:
+        neighbour.add_episodes(_items(random.Random(5), 40))
+        import_jsonl(restored, io.BytesIO(buf.getvalue().encode()))
+        assert _kept(target) == _truth(target)
+        for q in QUERIES:
+            assert _ranked(restored, q) == _ranked(a, q), q
+    finally:
+        neighbour.close()
+        restored.close()
