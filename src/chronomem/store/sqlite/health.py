@@ -23,12 +23,10 @@ class SQLiteHealthMixin(HealthMixin):
         return tuple(found)
 
     def _lexical_counts(self, ns_id: int) -> tuple[tuple[int, int], tuple[int, int]] | None:
-        kept_rows, sizes = self._fetch(
-            ("SELECT nrow, ntok FROM episode_index_stats WHERE ns_id = ?", (ns_id,)),
-            ("SELECT d.sz FROM episodes_fts_docsize d JOIN episodes e ON e.rowid = d.id WHERE e.ns_id = ?", (ns_id,)),
-        )
-        kept = (int(kept_rows[0][0]), int(kept_rows[0][1])) if kept_rows else (0, 0)
-        counted = (len(sizes), sum(lexstats.row_tokens(r[0]) for r in sizes))
+        kept_rows, rows = self._fetch((lexstats.KEPT, (ns_id,)),
+                                      (lexstats.INDEX_ROWS + " WHERE e.ns_id = ?", (ns_id,)))
+        kept = lexstats.kept(kept_rows)
+        counted = lexstats.totals(rows).get(ns_id, (0, 0))
         return None if kept == counted else (kept, counted)
 
     def recount_lexical(self) -> int:

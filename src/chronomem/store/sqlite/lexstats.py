@@ -26,12 +26,12 @@ import json
 import math
 import sqlite3
 from collections import Counter
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from ..sql.fts5 import COLUMNS, K1, B
 
-__all__ = ["adjust", "freq", "idf", "index_row", "namespace_bm25", "namespace_stats", "recount", "row_tokens",
-           "term_score", "varint"]
+__all__ = ["INDEX_ROWS", "KEPT", "adjust", "freq", "idf", "index_row", "kept", "namespace_bm25", "namespace_stats",
+           "recount", "row_tokens", "term_score", "totals", "varint"]
 
 _COLUMN_NO = {name: i for i, name in enumerate(COLUMNS)}
 
@@ -75,29 +75,41 @@ def adjust(con: sqlite3.Connection, ns_id: int, rows: int, tokens: int) -> None:
                 "DO UPDATE SET nrow = nrow + excluded.nrow, ntok = ntok + excluded.ntok", (ns_id, rows, tokens))
 
 
+#: every index row's namespace and FTS5 ``docsize`` record (:func:`totals` counts them)
+INDEX_ROWS = "SELECT e.ns_id, d.sz FROM episodes_fts_docsize d JOIN episodes e ON e.rowid = d.id"
+#: a namespace's kept ``(rows, tokens)``
+KEPT = "SELECT nrow, ntok FROM episode_index_stats WHERE ns_id = ?"
+
+
+def totals(rows: Iterable[tuple[int, bytes | None]]) -> dict[int, tuple[int, int]]:
+    """Each namespace's ``(rows, tokens)`` counted from :data:`INDEX_ROWS`' rows."""
+    out: dict[int, list[int]] = {}
+    for ns_id, sz in rows:
+        t = out.setdefault(int(ns_id), [0, 0])
+        t[0] += 1
+        t[1] += row_tokens(sz)
+    return {ns: (r, t) for ns, (r, t) in out.items()}
+
+
 def recount(con: sqlite3.Connection) -> int:
     """Count every namespace's rows and tokens again from FTS5's records
     (migration 0015's step; after orphan index rows are deleted). Returns
     the index rows counted."""
-    totals: dict[int, list[int]] = {}
-    cur = con.execute("SELECT e.ns_id, d.sz FROM episodes_fts_docsize d JOIN episodes e ON e.rowid = d.id")
-    n = 0
-    while rows := cur.fetchmany(10_000):
-        for ns_id, sz in rows:
-            t = totals.setdefault(int(ns_id), [0, 0])
-            t[0] += 1
-            t[1] += row_tokens(sz)
-            n += 1
+    counted = totals(con.execute(INDEX_ROWS))
     con.execute("DELETE FROM episode_index_stats")
     con.executemany("INSERT INTO episode_index_stats (ns_id, nrow, ntok) VALUES (?, ?, ?)",
-                    [(ns, r, t) for ns, (r, t) in sorted(totals.items())])
-    return n
+                    [(ns, r, t) for ns, (r, t) in sorted(counted.items())])
+    return sum(r for r, _t in counted.values())
+
+
+def kept(rows: Sequence[tuple[int, int]]) -> tuple[int, int]:
+    """``(rows, tokens)`` from :data:`KEPT`'s rows (none: nothing indexed)."""
+    return (0, 0) if not rows else (int(rows[0][0]), int(rows[0][1]))
 
 
 def namespace_stats(con: sqlite3.Connection, ns_id: int) -> tuple[int, int]:
     """``(rows, tokens)`` of the namespace's index rows."""
-    row = con.execute("SELECT nrow, ntok FROM episode_index_stats WHERE ns_id = ?", (ns_id,)).fetchone()
-    return (0, 0) if row is None else (int(row[0]), int(row[1]))
+    return kept(con.execute(KEPT, (ns_id,)).fetchall())
 
 
 def idf(nrow: int, nhit: int) -> float:
